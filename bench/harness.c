@@ -1,0 +1,289 @@
+/*
+ * The bench harness: see harness.h.
+ */
+#include "harness.h"
+
+#include <cronoq/cronoq.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef CRONOQ_BUILD_TYPE
+#define CRONOQ_BUILD_TYPE "unknown"
+#endif
+
+struct cqb_opts cqb_opts = {CQB_DEFAULT, 5, NULL, NULL, 0};
+
+struct figure {
+  char group[32];
+  char name[96];
+  char unit[16];
+  struct cqb_stat s;
+  char base_name[64];
+  struct cqb_stat base;
+  int has_base;
+  double ratio;
+  double goal;
+};
+
+static struct figure *figures;
+static size_t n_figures, cap_figures;
+static char notes[64][192];
+static int n_notes;
+
+int64_t cqb_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+struct cqb_stat cqb_summarise(const double *values, int n) {
+  double v[64];
+  if (n > 64)
+    n = 64;
+  memcpy(v, values, (size_t)n * sizeof(v[0]));
+  qsort(v, (size_t)n, sizeof(v[0]), cmp_double);
+  struct cqb_stat s = {v[n / 2], v[0], v[n - 1]};
+  if (n % 2 == 0)
+    s.med = (v[n / 2 - 1] + v[n / 2]) / 2;
+  return s;
+}
+
+struct cqb_stat cqb_measure(const char *what, cqb_rep_fn fn, void *arg) {
+  double v[64];
+  int reps = cqb_opts.reps < 1 ? 1 : cqb_opts.reps > 64 ? 64 : cqb_opts.reps;
+  for (int i = 0; i < reps; i++) {
+    v[i] = fn(arg);
+    if (v[i] < 0)
+      cqb_fail("%s: the benchmark's own check failed", what);
+  }
+  return cqb_summarise(v, reps);
+}
+
+void cqb_figure(const char *group, const char *name, const char *unit,
+                struct cqb_stat s, const char *base_name,
+                const struct cqb_stat *base, double goal_max_ratio) {
+  if (n_figures == cap_figures) {
+    cap_figures = cap_figures ? cap_figures * 2 : 64;
+    figures = realloc(figures, cap_figures * sizeof(*figures));
+    if (figures == NULL)
+      cqb_fail("out of memory");
+  }
+  struct figure *f = &figures[n_figures++];
+  memset(f, 0, sizeof(*f));
+  snprintf(f->group, sizeof(f->group), "%s", group);
+  snprintf(f->name, sizeof(f->name), "%s", name);
+  snprintf(f->unit, sizeof(f->unit), "%s", unit);
+  f->s = s;
+  if (base != NULL) {
+    f->has_base = 1;
+    f->base = *base;
+    snprintf(f->base_name, sizeof(f->base_name), "%s", base_name);
+    f->ratio = base->med > 0 ? s.med / base->med : 0;
+  }
+  f->goal = goal_max_ratio;
+}
+
+void cqb_note(const char *fmt, ...) {
+  if (n_notes == 64)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(notes[n_notes++], sizeof(notes[0]), fmt, ap);
+  va_end(ap);
+}
+
+void cqb_fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "\ncronoq-bench: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  exit(2);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Progress                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static int progress_total, progress_done;
+static int64_t progress_start;
+
+void cqb_progress_plan(int steps) {
+  progress_total = steps;
+  progress_done = 0;
+  progress_start = cqb_now_ns();
+}
+
+void cqb_progress_tick(const char *label) {
+  progress_done++;
+  if (!cqb_opts.progress || progress_total <= 0)
+    return;
+  int width = 30;
+  int filled = progress_done * width / progress_total;
+  double secs = (double)(cqb_now_ns() - progress_start) / 1e9;
+  fprintf(stderr, "\r[%.*s%*s] %3d%% %5.1fs %-40.40s", filled,
+          "##############################", width - filled, "",
+          progress_done * 100 / progress_total, secs, label);
+  if (progress_done == progress_total)
+    fprintf(stderr, "\r%*s\r", width + 60, "");
+  fflush(stderr);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static void cpu_model(char *buf, size_t len) {
+  snprintf(buf, len, "unknown CPU");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f == NULL)
+    return;
+  char line[256];
+  while (fgets(line, sizeof(line), f) != NULL) {
+    if (strncmp(line, "model name", 10) == 0) {
+      char *colon = strchr(line, ':');
+      if (colon != NULL) {
+        colon += 2;
+        colon[strcspn(colon, "\n")] = '\0';
+        snprintf(buf, len, "%s", colon);
+      }
+      break;
+    }
+  }
+  fclose(f);
+}
+
+static const char *size_name(void) {
+  return cqb_opts.size == CQB_QUICK  ? "quick"
+         : cqb_opts.size == CQB_FULL ? "full"
+                                     : "default";
+}
+
+void cqb_print_header(void) {
+  char cpu[128];
+  cpu_model(cpu, sizeof(cpu));
+  printf("libcronoq %s bench: %s run, %d repetitions per figure "
+         "(median [min..max])\n",
+         cq_version_string(), size_name(), cqb_opts.reps);
+  printf("machine: %s, %ld cores; build type: %s\n\n", cpu,
+         sysconf(_SC_NPROCESSORS_ONLN), CRONOQ_BUILD_TYPE);
+}
+
+static const char *goal_mark(const struct figure *f) {
+  if (f->goal <= 0 || !f->has_base)
+    return "";
+  return f->ratio <= f->goal ? "met" : "MISSED";
+}
+
+void cqb_print_results(void) {
+  const char *group = "";
+  for (size_t i = 0; i < n_figures; i++) {
+    const struct figure *f = &figures[i];
+    if (strcmp(group, f->group) != 0) {
+      group = f->group;
+      printf("== %s\n", group);
+      printf("  %-44s %12s %23s  %-7s %-30s %7s  %s\n", "figure", "median",
+             "[min..max]", "unit", "baseline (median)", "ratio", "goal");
+    }
+    char range[64], base[96] = "", ratio[16] = "", goal[32] = "";
+    snprintf(range, sizeof(range), "[%.4g..%.4g]", f->s.min, f->s.max);
+    if (f->has_base) {
+      snprintf(base, sizeof(base), "%s (%.4g)", f->base_name, f->base.med);
+      snprintf(ratio, sizeof(ratio), "%.2fx", f->ratio);
+    }
+    if (f->goal > 0)
+      snprintf(goal, sizeof(goal), "<= %.2fx %s", f->goal, goal_mark(f));
+    printf("  %-44s %12.4g %23s  %-7s %-30s %7s  %s\n", f->name, f->s.med,
+           range, f->unit, base, ratio, goal);
+  }
+  if (n_notes > 0) {
+    printf("\nnotes:\n");
+    for (int i = 0; i < n_notes; i++)
+      printf("  - %s\n", notes[i]);
+  }
+}
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\')
+      fputc('\\', f);
+    fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+void cqb_write_outputs(void) {
+  if (cqb_opts.csv != NULL) {
+    FILE *f = fopen(cqb_opts.csv, "w");
+    if (f == NULL)
+      cqb_fail("cannot write %s", cqb_opts.csv);
+    fprintf(f, "group,figure,unit,median,min,max,baseline,baseline_median,"
+               "ratio,goal_max_ratio,goal\n");
+    for (size_t i = 0; i < n_figures; i++) {
+      const struct figure *x = &figures[i];
+      fprintf(f, "\"%s\",\"%s\",%s,%.6g,%.6g,%.6g,\"%s\",", x->group, x->name,
+              x->unit, x->s.med, x->s.min, x->s.max, x->base_name);
+      if (x->has_base)
+        fprintf(f, "%.6g,%.4f,", x->base.med, x->ratio);
+      else
+        fprintf(f, ",,");
+      if (x->goal > 0)
+        fprintf(f, "%.2f,%s\n", x->goal, goal_mark(x));
+      else
+        fprintf(f, ",\n");
+    }
+    fclose(f);
+  }
+  if (cqb_opts.json != NULL) {
+    FILE *f = fopen(cqb_opts.json, "w");
+    if (f == NULL)
+      cqb_fail("cannot write %s", cqb_opts.json);
+    char cpu[128];
+    cpu_model(cpu, sizeof(cpu));
+    fprintf(f, "{\n  \"version\": ");
+    json_str(f, cq_version_string());
+    fprintf(f, ",\n  \"cpu\": ");
+    json_str(f, cpu);
+    fprintf(f, ",\n  \"cores\": %ld,\n  \"build_type\": ",
+            sysconf(_SC_NPROCESSORS_ONLN));
+    json_str(f, CRONOQ_BUILD_TYPE);
+    fprintf(f, ",\n  \"size\": \"%s\",\n  \"repetitions\": %d,\n", size_name(),
+            cqb_opts.reps);
+    fprintf(f, "  \"figures\": [\n");
+    for (size_t i = 0; i < n_figures; i++) {
+      const struct figure *x = &figures[i];
+      fprintf(f, "    {\"group\": ");
+      json_str(f, x->group);
+      fprintf(f, ", \"figure\": ");
+      json_str(f, x->name);
+      fprintf(f, ", \"unit\": ");
+      json_str(f, x->unit);
+      fprintf(f, ", \"median\": %.6g, \"min\": %.6g, \"max\": %.6g", x->s.med,
+              x->s.min, x->s.max);
+      if (x->has_base) {
+        fprintf(f, ", \"baseline\": ");
+        json_str(f, x->base_name);
+        fprintf(f, ", \"baseline_median\": %.6g, \"ratio\": %.4f", x->base.med,
+                x->ratio);
+      }
+      if (x->goal > 0)
+        fprintf(f, ", \"goal_max_ratio\": %.2f, \"goal_met\": %s", x->goal,
+                x->ratio <= x->goal ? "true" : "false");
+      fprintf(f, "}%s\n", i + 1 < n_figures ? "," : "");
+    }
+    fprintf(f, "  ]\n}\n");
+    fclose(f);
+  }
+}

@@ -1,0 +1,77 @@
+/*
+ * The bench harness: timing, repetitions, the results table and its CSV and
+ * JSON forms, the machine description and the progress bar.
+ *
+ * Every figure is the median of several repetitions, with their min and max.
+ * A figure may name a baseline measured in the same run; its ratio is
+ * median / baseline median, and a goal is a bound on that ratio.
+ */
+#ifndef CRONOQ_BENCH_HARNESS_H
+#define CRONOQ_BENCH_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum cqb_size { CQB_QUICK, CQB_DEFAULT, CQB_FULL };
+
+struct cqb_opts {
+  enum cqb_size size;
+  int reps;         /* repetitions per figure */
+  const char *csv;  /* path, or NULL */
+  const char *json; /* path, or NULL */
+  int progress;     /* draw the progress bar */
+};
+
+extern struct cqb_opts cqb_opts;
+
+/* Nanoseconds on the monotonic clock. */
+int64_t cqb_now_ns(void);
+
+/* One repetition: runs the measured work and returns its figure (e.g. ns per
+ * operation). Returns a negative value when the work failed its own check. */
+typedef double (*cqb_rep_fn)(void *arg);
+
+struct cqb_stat {
+  double med, min, max;
+};
+
+/* Median, min and max of n values (n <= 64). */
+struct cqb_stat cqb_summarise(const double *values, int n);
+
+/* Run `fn` cqb_opts.reps times and summarise. Exits on a failed check. */
+struct cqb_stat cqb_measure(const char *what, cqb_rep_fn fn, void *arg);
+
+/* Record a figure. `base` and `goal_max_ratio` may be NULL / 0. */
+void cqb_figure(const char *group, const char *name, const char *unit,
+                struct cqb_stat s, const char *base_name,
+                const struct cqb_stat *base, double goal_max_ratio);
+
+/* Record a figure compared with another figure of the same run (a flatness
+ * check: ratio to the smallest size). */
+void cqb_note(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* Abort the run: a benchmark's own check failed. */
+void cqb_fail(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2), noreturn))
+#endif
+    ;
+
+/* Progress: announce the number of steps, then tick once per step. */
+void cqb_progress_plan(int steps);
+void cqb_progress_tick(const char *label);
+
+/* Print the header (machine, build), the table, and write CSV / JSON. */
+void cqb_print_header(void);
+void cqb_print_results(void);
+void cqb_write_outputs(void);
+
+/* Suites. Each adds its figures; `plan` returns its number of steps. */
+int cqb_micro_core_plan(void);
+void cqb_micro_core(void);
+
+#endif /* CRONOQ_BENCH_HARNESS_H */

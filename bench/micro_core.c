@@ -1,0 +1,418 @@
+/*
+ * Micro-benchmarks of the core (issue #2), each against a baseline measured
+ * in the same run:
+ * - uncontended try + release of 1- and 4-budget requests, against a pthread
+ *   mutex lock/unlock with a counter update (and against the hand-rolled
+ *   semaphore a user would write: check-and-take, then give back);
+ * - handoff: a release on one thread granting a waiter blocked on another,
+ *   against a pthread mutex + condition variable handoff;
+ * - acquire + release with N requests parked, on the same budget and on
+ *   another one, against the same figure at N = 10 (flatness).
+ * Every benchmark checks its own result (units back, counts as expected).
+ */
+#include "harness.h"
+
+#include <cronoq/cronoq.h>
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long uncontended_ops(void) {
+  return cqb_opts.size == CQB_QUICK  ? 200000
+         : cqb_opts.size == CQB_FULL ? 5000000
+                                     : 1000000;
+}
+
+static void must(int rc, const char *what) {
+  if (rc != 0)
+    cqb_fail("%s: %s", what, cq_err_name(rc));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Uncontended                                                               */
+/* ------------------------------------------------------------------------ */
+
+struct unc {
+  cq_pool *pool;
+  cq_req req;
+  int n_budgets;
+  long ops;
+};
+
+static double rep_try_release(void *arg) {
+  struct unc *u = arg;
+  cq_grant g;
+  cq_grant_init(&g);
+  int64_t t0 = cqb_now_ns();
+  for (long i = 0; i < u->ops; i++) {
+    if (cq_grant_try(u->pool, &g, &u->req) != 0 ||
+        cq_grant_release(u->pool, &g) != 0)
+      return -1;
+  }
+  int64_t t1 = cqb_now_ns();
+  cq_budget_stats st;
+  if (cq_budget_stats_get(u->pool, "b0", &st) != 0 || st.in_use != 0)
+    return -1;
+  return (double)(t1 - t0) / (double)u->ops;
+}
+
+struct mutex_counter {
+  pthread_mutex_t lock;
+  long counter;
+  long ops;
+};
+
+/* The literal baseline: one lock, a counter update, one unlock. */
+static double rep_mutex_counter(void *arg) {
+  struct mutex_counter *m = arg;
+  m->counter = 0;
+  int64_t t0 = cqb_now_ns();
+  for (long i = 0; i < m->ops; i++) {
+    pthread_mutex_lock(&m->lock);
+    m->counter++;
+    pthread_mutex_unlock(&m->lock);
+  }
+  int64_t t1 = cqb_now_ns();
+  return m->counter == m->ops ? (double)(t1 - t0) / (double)m->ops : -1;
+}
+
+/* What users write by hand: take under the lock if it fits, give back under
+ * the lock. Two lock/unlock pairs per task, like try + release. */
+static double rep_hand_semaphore(void *arg) {
+  struct mutex_counter *m = arg;
+  long used = 0, taken = 0, cap = 1 << 20;
+  int64_t t0 = cqb_now_ns();
+  for (long i = 0; i < m->ops; i++) {
+    pthread_mutex_lock(&m->lock);
+    if (used + 1 <= cap) {
+      used++;
+      taken++;
+    }
+    pthread_mutex_unlock(&m->lock);
+    pthread_mutex_lock(&m->lock);
+    used--;
+    pthread_mutex_unlock(&m->lock);
+  }
+  int64_t t1 = cqb_now_ns();
+  return taken == m->ops && used == 0 ? (double)(t1 - t0) / (double)m->ops : -1;
+}
+
+static void bench_uncontended(void) {
+  struct mutex_counter m;
+  pthread_mutex_init(&m.lock, NULL);
+  m.ops = uncontended_ops();
+  struct cqb_stat base = cqb_measure("mutex counter", rep_mutex_counter, &m);
+  struct cqb_stat sem = cqb_measure("hand semaphore", rep_hand_semaphore, &m);
+  cqb_progress_tick("uncontended baselines");
+
+  for (int nb = 1; nb <= 4; nb += 3) {
+    struct unc u;
+    u.ops = m.ops;
+    u.n_budgets = nb;
+    must(cq_pool_create(&u.pool, NULL), "pool");
+    must(cq_req_init(&u.req, u.pool), "req");
+    for (int b = 0; b < nb; b++) {
+      char name[8];
+      snprintf(name, sizeof(name), "b%d", b);
+      must(cq_budget_add(u.pool, name, 1 << 20), "budget");
+      must(cq_req_add(&u.req, name, 1), "req add");
+    }
+    struct cqb_stat s = cqb_measure("try+release", rep_try_release, &u);
+    char fig[96];
+    snprintf(fig, sizeof(fig), "try + release, %d-budget request", nb);
+    cqb_figure("uncontended", fig, "ns/op", s, "mutex lock+counter+unlock",
+               &base, nb == 1 ? 2.0 : 4.0);
+    snprintf(fig, sizeof(fig), "try + release, %d-budget (vs hand-rolled)", nb);
+    cqb_figure("uncontended", fig, "ns/op", s, "hand-rolled try+release", &sem,
+               0);
+    must(cq_pool_destroy(u.pool), "destroy");
+    cqb_progress_tick("uncontended try + release");
+  }
+  cqb_figure("uncontended", "baseline: mutex lock+counter+unlock", "ns/op",
+             base, NULL, NULL, 0);
+  cqb_figure("uncontended", "baseline: hand-rolled try+release", "ns/op", sem,
+             NULL, NULL, 0);
+  pthread_mutex_destroy(&m.lock);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Handoff                                                                   */
+/* ------------------------------------------------------------------------ */
+
+struct pingpong {
+  cq_pool *pool;
+  cq_req req;
+  long rounds;
+  int failed;
+};
+
+static void *pingpong_thread(void *arg) {
+  struct pingpong *pp = arg;
+  cq_grant g;
+  cq_grant_init(&g);
+  for (long i = 0; i < pp->rounds; i++) {
+    if (cq_grant_acquire(pp->pool, &g, &pp->req, CQ_NEVER) != 0 ||
+        cq_grant_release(pp->pool, &g) != 0) {
+      pp->failed = 1;
+      return NULL;
+    }
+  }
+  return NULL;
+}
+
+static double handoff_share;
+
+/*
+ * Two threads take turns on a budget of 1. The main thread holds the unit
+ * until both wait, so from the first release on, every release hands the
+ * unit to the other thread, blocked in acquire, and every grant is a
+ * wake-up.
+ */
+static double rep_handoff(void *arg) {
+  long rounds = *(long *)arg;
+  struct pingpong pp;
+  memset(&pp, 0, sizeof(pp));
+  pp.rounds = rounds;
+  must(cq_pool_create(&pp.pool, NULL), "pool");
+  must(cq_budget_add(pp.pool, "b", 1), "budget");
+  must(cq_req_init(&pp.req, pp.pool), "req");
+  must(cq_req_add(&pp.req, "b", 1), "req add");
+  cq_grant first;
+  cq_grant_init(&first);
+  must(cq_grant_try(pp.pool, &first, &pp.req), "first");
+  pthread_t a, b;
+  pthread_create(&a, NULL, pingpong_thread, &pp);
+  pthread_create(&b, NULL, pingpong_thread, &pp);
+  cq_pool_stats st;
+  do {
+    must(cq_pool_stats_get(pp.pool, &st), "stats");
+    sched_yield();
+  } while (st.waiting < 2);
+  int64_t t0 = cqb_now_ns();
+  must(cq_grant_release(pp.pool, &first), "release");
+  pthread_join(a, NULL);
+  pthread_join(b, NULL);
+  int64_t t1 = cqb_now_ns();
+  must(cq_pool_stats_get(pp.pool, &st), "stats");
+  cq_budget_stats bs;
+  must(cq_budget_stats_get(pp.pool, "b", &bs), "budget stats");
+  must(cq_pool_destroy(pp.pool), "destroy");
+  if (pp.failed || bs.grants != (uint64_t)(2 * rounds + 1) || st.wakeups == 0)
+    return -1;
+  handoff_share = (double)st.wakeups / (double)(2 * rounds);
+  /* Per handoff; grants that found the unit free (the other thread was
+   * descheduled) only make this figure worse. */
+  return (double)(t1 - t0) / (double)st.wakeups;
+}
+
+struct condpp {
+  pthread_barrier_t start;
+  pthread_mutex_t lock;
+  pthread_cond_t cond[2];
+  int turn;
+  long rounds;
+  long handoffs;
+};
+
+struct condpp_arg {
+  struct condpp *c;
+  int me;
+};
+
+static void *condpp_thread(void *arg) {
+  struct condpp_arg *a = arg;
+  struct condpp *c = a->c;
+  pthread_barrier_wait(&c->start);
+  for (long i = 0; i < c->rounds; i++) {
+    pthread_mutex_lock(&c->lock);
+    while (c->turn != a->me)
+      pthread_cond_wait(&c->cond[a->me], &c->lock);
+    c->turn = !a->me;
+    c->handoffs++;
+    pthread_cond_signal(&c->cond[!a->me]);
+    pthread_mutex_unlock(&c->lock);
+  }
+  return NULL;
+}
+
+static double rep_cond_handoff(void *arg) {
+  struct condpp c;
+  pthread_barrier_init(&c.start, NULL, 2);
+  pthread_mutex_init(&c.lock, NULL);
+  pthread_cond_init(&c.cond[0], NULL);
+  pthread_cond_init(&c.cond[1], NULL);
+  c.turn = 0;
+  c.rounds = *(long *)arg;
+  c.handoffs = 0;
+  struct condpp_arg a0 = {&c, 0}, a1 = {&c, 1};
+  pthread_t t[2];
+  int64_t t0 = cqb_now_ns();
+  pthread_create(&t[0], NULL, condpp_thread, &a0);
+  pthread_create(&t[1], NULL, condpp_thread, &a1);
+  pthread_join(t[0], NULL);
+  pthread_join(t[1], NULL);
+  int64_t t1 = cqb_now_ns();
+  pthread_barrier_destroy(&c.start);
+  pthread_mutex_destroy(&c.lock);
+  pthread_cond_destroy(&c.cond[0]);
+  pthread_cond_destroy(&c.cond[1]);
+  if (c.handoffs != 2 * c.rounds)
+    return -1;
+  return (double)(t1 - t0) / (double)c.handoffs;
+}
+
+static void bench_handoff(void) {
+  long rounds = cqb_opts.size == CQB_QUICK  ? 5000
+                : cqb_opts.size == CQB_FULL ? 100000
+                                            : 20000;
+  struct cqb_stat base = cqb_measure("cond handoff", rep_cond_handoff, &rounds);
+  struct cqb_stat s = cqb_measure("handoff", rep_handoff, &rounds);
+  cqb_figure("handoff", "release -> blocked waiter on another thread",
+             "ns/handoff", s, "mutex+condvar handoff", &base, 1.5);
+  cqb_note("handoff: %.0f%% of grants in the last repetition were handoffs "
+           "to a blocked thread (100%% on an idle machine)",
+           handoff_share * 100);
+  cqb_progress_tick("handoff");
+}
+
+/* ------------------------------------------------------------------------ */
+/* With N requests parked                                                    */
+/* ------------------------------------------------------------------------ */
+
+struct parked {
+  cq_pool *pool;
+  cq_req rx, ry;
+  cq_grant *grants;  /* N + 1 */
+  cq_grant *current; /* holder of x */
+  long n;
+  long ops;
+};
+
+static void parked_cb(cq_grant *g, int status) {
+  if (status == 0)
+    ((struct parked *)g->data)->current = g;
+}
+
+static void parked_setup(struct parked *pk, long n) {
+  pk->n = n;
+  must(cq_pool_create(&pk->pool, NULL), "pool");
+  must(cq_budget_add(pk->pool, "x", 1), "budget x");
+  must(cq_budget_add(pk->pool, "y", 1), "budget y");
+  must(cq_req_init(&pk->rx, pk->pool), "req");
+  must(cq_req_add(&pk->rx, "x", 1), "req add");
+  must(cq_req_init(&pk->ry, pk->pool), "req");
+  must(cq_req_add(&pk->ry, "y", 1), "req add");
+  pk->grants = calloc((size_t)n + 1, sizeof(cq_grant));
+  if (pk->grants == NULL)
+    cqb_fail("out of memory for %ld grants", n);
+  for (long i = 0; i <= n; i++)
+    pk->grants[i].data = pk;
+  must(cq_grant_try(pk->pool, &pk->grants[0], &pk->rx), "first holder");
+  pk->current = &pk->grants[0];
+  for (long i = 1; i <= n; i++)
+    must(
+        cq_grant_submit(pk->pool, &pk->grants[i], &pk->rx, CQ_NEVER, parked_cb),
+        "park");
+}
+
+static void parked_teardown(struct parked *pk) {
+  must(cq_pool_close(pk->pool), "close");
+  must(cq_grant_release(pk->pool, pk->current), "release");
+  must(cq_pool_destroy(pk->pool), "destroy");
+  free(pk->grants);
+}
+
+/* The holder of x releases (granting the oldest parked request) and parks
+ * again at the back: the queue stays N long. */
+static double rep_parked_same(void *arg) {
+  struct parked *pk = arg;
+  int64_t t0 = cqb_now_ns();
+  for (long i = 0; i < pk->ops; i++) {
+    cq_grant *prev = pk->current;
+    if (cq_grant_release(pk->pool, prev) != 0 || pk->current == prev)
+      return -1;
+    if (cq_grant_submit(pk->pool, prev, &pk->rx, CQ_NEVER, parked_cb) != 0)
+      return -1;
+  }
+  int64_t t1 = cqb_now_ns();
+  cq_pool_stats st;
+  if (cq_pool_stats_get(pk->pool, &st) != 0 || st.waiting != (uint64_t)pk->n)
+    return -1;
+  return (double)(t1 - t0) / (double)pk->ops;
+}
+
+/* With N parked on x, try + release of a request for y. */
+static double rep_parked_other(void *arg) {
+  struct parked *pk = arg;
+  cq_grant g;
+  cq_grant_init(&g);
+  int64_t t0 = cqb_now_ns();
+  for (long i = 0; i < pk->ops; i++) {
+    if (cq_grant_try(pk->pool, &g, &pk->ry) != 0 ||
+        cq_grant_release(pk->pool, &g) != 0)
+      return -1;
+  }
+  int64_t t1 = cqb_now_ns();
+  return (double)(t1 - t0) / (double)pk->ops;
+}
+
+static const long parked_sizes_default[] = {10, 100, 1000, 10000, 100000};
+static const long parked_sizes_quick[] = {10, 100, 1000, 10000};
+
+/*
+ * All sizes are set up at once and measured in turn within each repetition,
+ * so that a machine that speeds up or slows down during the run affects
+ * every size alike and the ratios to N = 10 stay meaningful.
+ */
+static void bench_parked(void) {
+  const long *sizes =
+      cqb_opts.size == CQB_QUICK ? parked_sizes_quick : parked_sizes_default;
+  int n_sizes = cqb_opts.size == CQB_QUICK ? 4 : 5;
+  long ops = cqb_opts.size == CQB_QUICK  ? 20000
+             : cqb_opts.size == CQB_FULL ? 500000
+                                         : 100000;
+  struct parked pk[5];
+  double same[5][64], other[5][64];
+  for (int k = 0; k < n_sizes; k++) {
+    memset(&pk[k], 0, sizeof(pk[k]));
+    parked_setup(&pk[k], sizes[k]);
+    pk[k].ops = ops;
+  }
+  int reps = cqb_opts.reps;
+  for (int rep = 0; rep < reps; rep++) {
+    for (int k = 0; k < n_sizes; k++) {
+      same[k][rep] = rep_parked_same(&pk[k]);
+      other[k][rep] = rep_parked_other(&pk[k]);
+      if (same[k][rep] < 0 || other[k][rep] < 0)
+        cqb_fail("parked waiters: the benchmark's own check failed");
+    }
+  }
+  struct cqb_stat same10 = cqb_summarise(same[0], reps);
+  struct cqb_stat other10 = cqb_summarise(other[0], reps);
+  for (int k = 0; k < n_sizes; k++) {
+    char fig[96];
+    snprintf(fig, sizeof(fig), "release + re-park, N=%ld parked, same budget",
+             sizes[k]);
+    cqb_figure("parked", fig, "ns/op", cqb_summarise(same[k], reps),
+               "same at N=10", &same10, 2.0);
+    snprintf(fig, sizeof(fig), "try + release, N=%ld parked on another",
+             sizes[k]);
+    cqb_figure("parked", fig, "ns/op", cqb_summarise(other[k], reps),
+               "same at N=10", &other10, 2.0);
+    parked_teardown(&pk[k]);
+    cqb_progress_tick("parked waiters");
+  }
+}
+
+int cqb_micro_core_plan(void) {
+  return 3 + 1 + (cqb_opts.size == CQB_QUICK ? 4 : 5);
+}
+
+void cqb_micro_core(void) {
+  bench_uncontended();
+  bench_handoff();
+  bench_parked();
+}

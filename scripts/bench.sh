@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The main job: install what is missing, build in Release, run the bench.
+# Arguments go to cronoq-bench (e.g. --quick, --full, --json out.json).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCRONOQ_BUILD_TESTS=OFF >/dev/null
+cmake --build build-release -j "$(nproc)" --target cronoq-bench >/dev/null
+exec build-release/bench/cronoq-bench "$@"

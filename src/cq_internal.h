@@ -1,0 +1,424 @@
+/*
+ * Internal umbrella header: every source file of the core includes this and
+ * nothing else of the library's.
+ *
+ * Objects and who owns them:
+ * - struct cq_pool (pool.c): the lock, the resource table, the wait queue's
+ *   bookkeeping, the deadline tree and the optional timer thread.
+ * - struct cq__res (resource.c): one named resource. Allocated on its own so
+ *   that pointers to it stay valid while the table grows.
+ * - struct cq__req (request.c): lives inside the caller's cq_req storage.
+ * - struct cq__grant (grant.c, queue.c): lives inside the caller's cq_grant
+ *   storage; it is the waiter while waiting and the holder once granted.
+ *
+ * Locking: one mutex per pool guards everything reachable from the pool,
+ * including the grants that wait on it or hold units of it. Callbacks and
+ * the event hook run with no lock held.
+ */
+#ifndef CRONOQ_CQ_INTERNAL_H
+#define CRONOQ_CQ_INTERNAL_H
+
+#include "cronoq/cronoq.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CQ__CONTAINER_OF(ptr, type, field)                                     \
+  ((type *)(void *)((char *)(ptr)-offsetof(type, field)))
+
+/* Abort on a broken internal invariant; never used for bad input. */
+#define CQ__ASSERT(cond)                                                       \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      cq__panic(__FILE__, __LINE__, #cond);                                    \
+  } while (0)
+
+void cq__panic(const char *file, int line, const char *what);
+
+/* ------------------------------------------------------------------------ */
+/* Intrusive red-black tree (rbtree.c)                                       */
+/* ------------------------------------------------------------------------ */
+
+typedef struct cq__rbnode {
+  uintptr_t parent_color; /* parent pointer, low bit set when red */
+  struct cq__rbnode *child[2];
+} cq__rbnode;
+
+typedef struct cq__rbtree {
+  cq__rbnode *root;
+  cq__rbnode *first; /* leftmost node, NULL when empty */
+  cq__rbnode *last;  /* rightmost node, NULL when empty */
+  size_t count;
+} cq__rbtree;
+
+/* Orders two nodes: < 0, 0 or > 0. Keys in one tree must be unique. */
+typedef int (*cq__rbcmp)(const cq__rbnode *a, const cq__rbnode *b);
+/* Orders a node against a search key. */
+typedef int (*cq__rbkeycmp)(const cq__rbnode *node, const void *key);
+
+void cq__rb_insert(cq__rbtree *t, cq__rbnode *n, cq__rbcmp cmp);
+void cq__rb_remove(cq__rbtree *t, cq__rbnode *n);
+cq__rbnode *cq__rb_next(const cq__rbnode *n);
+cq__rbnode *cq__rb_prev(const cq__rbnode *n);
+/* The first node that is not ordered before `key`, or NULL. */
+cq__rbnode *cq__rb_lower_bound(const cq__rbtree *t, const void *key,
+                               cq__rbkeycmp cmp);
+/* Checks every red-black property; returns the black height or -1. */
+int cq__rb_check(const cq__rbtree *t, cq__rbcmp cmp);
+
+static inline cq__rbnode *cq__rb_first(const cq__rbtree *t) { return t->first; }
+static inline cq__rbnode *cq__rb_last(const cq__rbtree *t) { return t->last; }
+
+/* ------------------------------------------------------------------------ */
+/* Platform (platform.c)                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef pthread_mutex_t cq__mutex;
+
+int cq__mutex_init(cq__mutex *m);
+void cq__mutex_destroy(cq__mutex *m);
+static inline void cq__mutex_lock(cq__mutex *m) { (void)pthread_mutex_lock(m); }
+static inline void cq__mutex_unlock(cq__mutex *m) {
+  (void)pthread_mutex_unlock(m);
+}
+
+/* A condition variable that measures timeouts on the monotonic clock. */
+int cq__cond_init(pthread_cond_t *c);
+/* Waits until signalled or until `deadline_ms` (cq_now() clock) passes;
+ * CQ_NEVER waits without limit. Spurious returns are possible. */
+void cq__cond_wait(pthread_cond_t *c, cq__mutex *m, int64_t deadline_ms);
+
+/* ------------------------------------------------------------------------ */
+/* Resources (resource.c)                                                    */
+/* ------------------------------------------------------------------------ */
+
+enum cq__res_kind { CQ__RES_BUDGET = 1 };
+
+/*
+ * A budget's usage word, updated with single atomic operations so that
+ * uncontended acquires and releases need no lock:
+ *   bits  0..39  units in use
+ *   bits 40..61  grants made without the lock, not yet moved into
+ *                grants_total (moved under the lock before the field fills)
+ *   bit  62      removed: the resource is gone, every acquire must fail
+ *   bit  63      contended: some waiter claims this budget; acquires must
+ *                take the lock (to respect what is withheld) and releases
+ *                must sweep
+ */
+#define CQ__W_USED_MASK ((UINT64_C(1) << 40) - 1)
+#define CQ__W_COUNT_SHIFT 40
+#define CQ__W_COUNT_ONE (UINT64_C(1) << CQ__W_COUNT_SHIFT)
+#define CQ__W_COUNT_MASK (((UINT64_C(1) << 22) - 1) << CQ__W_COUNT_SHIFT)
+#define CQ__W_COUNT_FAST_LIMIT (UINT64_C(1) << 21) /* lock-free below this */
+#define CQ__W_COUNT_HARVEST (UINT64_C(1) << 20)    /* moved at a time */
+#define CQ__W_REMOVED (UINT64_C(1) << 62)
+#define CQ__W_CONTENDED (UINT64_C(1) << 63)
+
+static inline int64_t cq__w_used(uint64_t w) {
+  return (int64_t)(w & CQ__W_USED_MASK);
+}
+static inline uint64_t cq__w_count(uint64_t w) {
+  return (w & CQ__W_COUNT_MASK) >> CQ__W_COUNT_SHIFT;
+}
+
+/*
+ * Resource order: device pools, then the others, each group in the order
+ * added (uids grow with every addition). Staged claims and the order in which
+ * a waiter's lacks are checked both follow it. A resource's rank never
+ * changes.
+ */
+static inline uint64_t cq__rank(uint8_t kind, uint32_t uid) {
+  (void)kind; /* device pools will sort before every other kind */
+  return ((uint64_t)1 << 32) | uid;
+}
+
+/*
+ * A resource. It is allocated on its own and, once added, stays allocated
+ * until the pool is destroyed, even after it is removed: requests and grants
+ * point at it directly, and lock-free acquires read it without the lock.
+ */
+struct cq__res {
+  char name[CQ_NAME_MAX + 1];
+  uint32_t uid;  /* unique for the pool's lifetime */
+  uint16_t slot; /* index in the pool's table */
+  uint8_t kind;  /* enum cq__res_kind */
+
+  _Atomic uint64_t word;    /* budgets: see CQ__W_* */
+  _Atomic int64_t capacity; /* changed only under the lock */
+  _Atomic int64_t peak;     /* highest use seen */
+  uint64_t grants_total;    /* grants counted under the lock */
+  uint64_t n_waiting;       /* waiters whose request names this resource */
+
+  /* Claims: item nodes of waiters that claimed this resource, by arrival.
+   * The first is the claimant; what is free is withheld for it. Non-empty
+   * exactly when the word's contended bit is set. */
+  cq__rbtree claims;
+  /* Waiters whose blocker is this resource, by arrival (queue.c). */
+  cq__rbtree blocked;
+
+  /* Sweep bookkeeping (queue.c). */
+  struct cq__res *dirty_next;
+  bool dirty;
+  uint64_t walk_seq; /* waiters blocked here with seq > walk_seq remain */
+};
+
+static inline int64_t cq__res_used(const struct cq__res *r) {
+  return cq__w_used(atomic_load_explicit(&r->word, memory_order_acquire));
+}
+
+static inline int64_t cq__res_capacity(const struct cq__res *r) {
+  return atomic_load_explicit(&r->capacity, memory_order_relaxed);
+}
+
+/* Raise the peak to at least `used`. */
+static inline void cq__peak_raise(struct cq__res *r, int64_t used) {
+  int64_t peak = atomic_load_explicit(&r->peak, memory_order_relaxed);
+  while (used > peak && !atomic_compare_exchange_weak_explicit(
+                            &r->peak, &peak, used, memory_order_relaxed,
+                            memory_order_relaxed)) {
+  }
+}
+
+/* Move lock-free grant counts into grants_total. Lock held. */
+void cq__res_harvest(struct cq__res *r);
+/* Grants ever made on r. Lock held. */
+uint64_t cq__res_grants(const struct cq__res *r);
+
+/* Look a resource up by name; NULL if none. Lock held. */
+struct cq__res *cq__res_find(cq_pool *p, const char *name);
+/* Check a resource name: 0 or CQ_EINVAL. */
+int cq__name_check(const char *name);
+/* Add a resource to the table; fills *out. Lock held. */
+int cq__res_add(cq_pool *p, const char *name, enum cq__res_kind kind,
+                struct cq__res **out);
+/* Free a resource's memory (NULL accepted). Only when the pool goes. */
+void cq__res_free(cq_pool *p, struct cq__res *r);
+
+/* ------------------------------------------------------------------------ */
+/* Requests (request.c)                                                      */
+/* ------------------------------------------------------------------------ */
+
+#define CQ__REQ_MAGIC 0x63717271u /* "cqrq" */
+#define CQ__MSG_MAX 160
+
+struct cq__ritem {
+  struct cq__res *res;
+  int64_t amount;
+};
+
+/* Request flags. */
+#define CQ__REQ_LOCKFREE 0x1u /* only budgets: may be granted without lock */
+
+struct cq__req {
+  uint32_t magic;
+  uint16_t n_items;
+  uint16_t flags; /* CQ__REQ_* */
+  cq_pool *pool;
+  struct cq__ritem items[CQ_REQ_MAX_ITEMS]; /* sorted by resource rank */
+  char msg[CQ__MSG_MAX];
+};
+
+static inline struct cq__req *cq__req_of(cq_req *r) {
+  return (struct cq__req *)(void *)r->cq_private;
+}
+static inline const struct cq__req *cq__req_ofc(const cq_req *r) {
+  return (const struct cq__req *)(const void *)r->cq_private;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Grants (grant.c) and the waiting policy (queue.c)                         */
+/* ------------------------------------------------------------------------ */
+
+enum cq__gstate {
+  CQ__G_IDLE = 0, /* never used, released, or finished without a grant */
+  CQ__G_WAITING = 1,
+  CQ__G_HELD = 2
+};
+
+enum cq__gstyle { CQ__STYLE_BLOCKING = 1, CQ__STYLE_CALLBACK = 2 };
+
+/* Per-item flags. */
+#define CQ__IT_CLAIMED 0x1u
+
+struct cq__gitem {
+  union {
+    cq__rbnode claim; /* waiting: node in the resource's claims tree */
+    struct {
+      int64_t held; /* holding: units held (milli for devices) */
+    } hold;
+  } u;
+  struct cq__res *res; /* copied from the request */
+  uint8_t flags;       /* CQ__IT_* */
+  uint8_t index;       /* this item's index in the grant, to find the grant */
+};
+
+struct cq__waitsync {
+  pthread_cond_t cond;
+};
+
+/*
+ * The fields a sweep touches on a waiter come first, so that granting a
+ * waiter that has been parked for long (and fell out of the cache) costs as
+ * few cache misses as possible.
+ */
+struct cq__grant {
+  cq__rbnode bnode;             /* waiting: in the blocker's blocked tree */
+  struct cq__grant *qprev;      /* waiting: the pool's queue, by arrival */
+  struct cq__grant *qnext;
+  uint64_t seq;                 /* arrival order; smaller is older */
+  const struct cq__req *req;    /* while waiting */
+  /* enum cq__gstate. Changed under the pool lock, except by the owner on the
+   * lock-free paths; atomic so that a racing cancel reads it safely. */
+  _Atomic uint8_t state;
+  uint8_t style;    /* enum cq__gstyle */
+  uint8_t lockfree; /* may be released without the lock */
+  uint8_t n_items;
+  uint8_t blocker; /* item the waiter lacks first */
+  struct cq__gitem it[CQ_REQ_MAX_ITEMS];
+  cq_pool *pool;
+  int32_t status; /* outcome of the last finished attempt */
+  cq_grant_cb cb;
+  struct cq__grant *ready_next; /* callback dispatch list */
+  struct cq__waitsync *sync;    /* blocking waiter's condition variable */
+  int64_t deadline_ms;
+  cq__rbnode dnode; /* waiting with a finite deadline: pool deadline tree */
+  char msg[CQ__MSG_MAX];
+};
+
+static inline struct cq__grant *cq__grant_of(cq_grant *g) {
+  return (struct cq__grant *)(void *)g->cq_private;
+}
+static inline const struct cq__grant *cq__grant_ofc(const cq_grant *g) {
+  return (const struct cq__grant *)(const void *)g->cq_private;
+}
+static inline cq_grant *cq__grant_pub(struct cq__grant *g) {
+  return CQ__CONTAINER_OF(g, cq_grant, cq_private);
+}
+
+/* Work collected under the lock and finished after unlocking. */
+struct cq__ctx {
+  struct cq__grant *ready_head; /* callbacks to run, in order */
+  struct cq__grant **ready_tail;
+};
+
+static inline void cq__ctx_init(struct cq__ctx *c) {
+  c->ready_head = NULL;
+  c->ready_tail = &c->ready_head;
+}
+
+/* Run the callbacks collected in `c`. No lock held. */
+void cq__ctx_finish(struct cq__ctx *c);
+
+/* queue.c: the waiting policy. All with the pool lock held. */
+
+/* Check one item against its resource as it is now: 0, or CQ_ENOENT /
+ * CQ_ENEVER with `msg` filled. */
+int cq__req_validate_item(cq_pool *p, const struct cq__ritem *it, char *msg);
+/* Check `req` against the current resources: 0, or CQ_ENOENT / CQ_ENEVER
+ * with `msg` filled. */
+int cq__req_validate(cq_pool *p, const struct cq__req *req, char *msg);
+/* Bind a fresh attempt of `req` to grant `g` and give it the next seq. */
+void cq__attempt_start(cq_pool *p, struct cq__grant *g,
+                       const struct cq__req *req);
+/* Examine a new arrival: grant it (true) or leave it ungranted (false)
+ * without changing anything. */
+bool cq__arrival_try(cq_pool *p, struct cq__grant *g);
+/* Grant a budget-only request without the lock: 1 granted; 0 not now (take
+ * the lock and decide there); -1 not now, and a transient hold was given
+ * back to a contended budget, so the caller must sweep under the lock. */
+int cq__lockfree_take(struct cq__grant *g, const struct cq__req *req);
+/* Release a lock-free grant without the lock; true when a contended budget
+ * got units back and the caller must sweep under the lock. */
+bool cq__lockfree_give_all(struct cq__grant *g);
+/* Queue a new arrival that did not fit: it claims what it lacks and
+ * blocks on the first. */
+void cq__enqueue(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx);
+/* Take a waiter out of the queue with `status` (not 0) and notify it. */
+void cq__waiter_leave(cq_pool *p, struct cq__grant *g, int status,
+                      struct cq__ctx *ctx);
+/* Return `amount` of item `i` held by `g` to the pool. Lock held. */
+void cq__give_back(cq_pool *p, struct cq__grant *g, unsigned i, int64_t amount);
+/* Mark every contended resource of g dirty (after a lock-free release). */
+void cq__mark_contended_dirty(cq_pool *p, struct cq__grant *g);
+/* Examine waiters that may now fit, oldest first, until none can. */
+void cq__sweep(cq_pool *p, struct cq__ctx *ctx);
+/* Mark a resource as freed: its blocked waiters are examined by the next
+ * sweep. */
+void cq__res_mark_dirty(cq_pool *p, struct cq__res *r, uint64_t from_seq);
+/* Units of budget r withheld for its claimant when `used` are in use. */
+int64_t cq__budget_withheld(const struct cq__res *r, int64_t used);
+
+/* ------------------------------------------------------------------------ */
+/* Pool (pool.c)                                                             */
+/* ------------------------------------------------------------------------ */
+
+struct cq_pool {
+  cq__mutex lock;
+  cq_allocator alloc;
+  unsigned flags;
+  cq_clock_fn clock;
+  void *clock_arg;
+  void *data;
+  _Atomic bool closed;
+
+  /* Resource table: slots may be NULL after a removal. */
+  struct cq__res **res;
+  uint32_t n_slots;
+  uint32_t cap_slots;
+  uint32_t next_uid;
+
+  uint64_t next_seq;
+  struct cq__grant *queue_head; /* every waiter, oldest first */
+  struct cq__grant *queue_tail;
+  uint64_t n_waiters;
+  uint64_t waited_grants; /* grants to requests that had waited */
+  uint64_t wakeups;       /* blocked threads signalled */
+
+  struct cq__res *dirty_head; /* resources freed since the last sweep */
+
+  cq__rbtree deadlines; /* waiters with a finite deadline */
+
+  /* Timer thread, started on the first callback waiter with a deadline. */
+  pthread_t timer;
+  pthread_cond_t timer_cond;
+  bool timer_running;
+  bool timer_stop;
+  int64_t timer_wake_ms; /* deadline the timer thread sleeps towards */
+
+  /* Blocking waiters' condition variables are made with this. */
+  pthread_condattr_t condattr;
+};
+
+static inline int64_t cq__pool_now(const cq_pool *p) {
+  return p->clock ? p->clock(p->clock_arg) : cq_now();
+}
+
+static inline uint8_t cq__gstate(const struct cq__grant *g) {
+  return atomic_load_explicit(&g->state, memory_order_relaxed);
+}
+static inline void cq__gstate_set(struct cq__grant *g, uint8_t s) {
+  atomic_store_explicit(&g->state, s, memory_order_relaxed);
+}
+
+void *cq__alloc(const cq_pool *p, size_t size);
+void *cq__realloc(const cq_pool *p, void *ptr, size_t size);
+void cq__free(const cq_pool *p, void *ptr);
+
+/* Copy a formatted message into a fixed buffer (truncating). */
+void cq__msgf(char *buf, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Make sure the timer thread runs (lock held): 0 or CQ_ESYS. */
+int cq__timer_ensure(cq_pool *p);
+/* Wake the timer thread if `deadline_ms` is earlier than its target. */
+void cq__timer_kick(cq_pool *p, int64_t deadline_ms);
+/* Expire every waiter whose deadline is at or before `now`. */
+void cq__expire_due(cq_pool *p, int64_t now, struct cq__ctx *ctx);
+
+#endif /* CRONOQ_CQ_INTERNAL_H */

@@ -1,0 +1,59 @@
+/*
+ * Error codes: cq_strerror() and cq_err_name() are generated from the one
+ * table in the public header, CQ_ERRNO_MAP.
+ */
+#include "cq_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *cq_strerror(int err) {
+  switch (err) {
+  case 0:
+    return "success";
+#define CQ_STRERROR_CASE_(name, value, msg)                                    \
+  case CQ_##name:                                                              \
+    return msg;
+    CQ_ERRNO_MAP(CQ_STRERROR_CASE_)
+#undef CQ_STRERROR_CASE_
+  default:
+    return "unknown error";
+  }
+}
+
+const char *cq_err_name(int err) {
+  switch (err) {
+  case 0:
+    return "OK";
+#define CQ_ERR_NAME_CASE_(name, value, msg)                                    \
+  case CQ_##name:                                                              \
+    return #name;
+    CQ_ERRNO_MAP(CQ_ERR_NAME_CASE_)
+#undef CQ_ERR_NAME_CASE_
+  default:
+    return "UNKNOWN";
+  }
+}
+
+const char *cq_version_string(void) {
+#define CQ_STR2_(x) #x
+#define CQ_STR_(x) CQ_STR2_(x)
+  return CQ_STR_(CQ_VERSION_MAJOR) "." CQ_STR_(CQ_VERSION_MINOR) "." CQ_STR_(
+      CQ_VERSION_PATCH);
+#undef CQ_STR_
+#undef CQ_STR2_
+}
+
+void cq__panic(const char *file, int line, const char *what) {
+  fprintf(stderr, "libcronoq: internal invariant broken at %s:%d: %s\n", file,
+          line, what);
+  abort();
+}
+
+void cq__msgf(char *buf, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  (void)vsnprintf(buf, CQ__MSG_MAX, fmt, ap);
+  va_end(ap);
+}

@@ -1,0 +1,346 @@
+/*
+ * Grants: the acquire styles (try, blocking, callback), cancel, release,
+ * and the dispatch of callbacks.
+ *
+ * A grant moves IDLE -> WAITING -> HELD -> IDLE, or IDLE -> HELD -> IDLE when
+ * the request fits at once, or WAITING -> IDLE when it times out, is
+ * cancelled, the pool closes or a capacity shrinks below it. Every
+ * transition happens under the pool lock. Whoever makes a waiting grant
+ * leave that state tells its owner: a blocked thread is signalled on its own
+ * condition variable (no broadcast, so a thread wakes only for its own
+ * outcome), a callback is queued and run after the lock is dropped.
+ *
+ * Callbacks may call back into the library, also to release and so grant
+ * further callbacks. To keep the stack flat, a thread already running
+ * callbacks appends new ones to its own list instead of recursing; the
+ * outermost dispatch loop runs them in order.
+ */
+#include "cq_internal.h"
+
+#include <string.h>
+
+static _Thread_local struct {
+  bool active;
+  struct cq__grant *head;
+  struct cq__grant **tail;
+} tl_dispatch;
+
+void cq__ctx_finish(struct cq__ctx *c) {
+  if (c->ready_head == NULL)
+    return;
+  if (tl_dispatch.tail == NULL)
+    tl_dispatch.tail = &tl_dispatch.head;
+  *tl_dispatch.tail = c->ready_head;
+  tl_dispatch.tail = c->ready_tail;
+  if (tl_dispatch.active)
+    return;
+  tl_dispatch.active = true;
+  while (tl_dispatch.head != NULL) {
+    struct cq__grant *g = tl_dispatch.head;
+    tl_dispatch.head = g->ready_next;
+    if (tl_dispatch.head == NULL)
+      tl_dispatch.tail = &tl_dispatch.head;
+    g->ready_next = NULL;
+    /* After the callback starts, g belongs to the caller again. */
+    g->cb(cq__grant_pub(g), g->status);
+  }
+  tl_dispatch.active = false;
+}
+
+void cq_grant_init(cq_grant *grant) {
+  if (grant != NULL)
+    memset(grant->cq_private, 0, sizeof(grant->cq_private));
+}
+
+int cq_grant_is_held(const cq_grant *grant) {
+  return grant != NULL && cq__gstate(cq__grant_ofc(grant)) == CQ__G_HELD;
+}
+
+const char *cq_grant_error(const cq_grant *grant) {
+  return grant != NULL ? cq__grant_ofc(grant)->msg : "";
+}
+
+/* Argument checks shared by the acquire calls. */
+static int check_attempt(cq_pool *pool, cq_grant *grant, const cq_req *req,
+                         struct cq__grant **g, const struct cq__req **r) {
+  if (pool == NULL || grant == NULL || req == NULL)
+    return CQ_EINVAL;
+  *r = cq__req_ofc(req);
+  if ((*r)->magic != CQ__REQ_MAGIC)
+    return CQ_EINVAL;
+  if ((*r)->pool != pool)
+    return CQ_EPOOL;
+  *g = cq__grant_of(grant);
+  if (cq__gstate(*g) != CQ__G_IDLE)
+    return CQ_ESTATE;
+  return 0;
+}
+
+/*
+ * Start an attempt. First without the lock, for requests of budgets only;
+ * then under the lock, checking the pool and the request as they are now.
+ * Returns 1 when granted without the lock (nothing else to do), 0 when the
+ * lock is held and the grant is bound to a fresh, undecided attempt, or an
+ * error with the lock released. Sweeps owed along the way go into `ctx`,
+ * which the caller finishes in every case.
+ */
+static int attempt_begin(cq_pool *pool, cq_grant *grant, const cq_req *req,
+                         struct cq__grant **out, struct cq__ctx *ctx) {
+  struct cq__grant *g;
+  const struct cq__req *r;
+  int rc = check_attempt(pool, grant, req, &g, &r);
+  if (rc != 0)
+    return rc;
+  *out = g;
+  int taken = 0;
+  if ((r->flags & CQ__REQ_LOCKFREE) &&
+      !atomic_load_explicit(&pool->closed, memory_order_relaxed)) {
+    taken = cq__lockfree_take(g, r);
+    if (taken == 1) {
+      g->pool = pool;
+      g->req = r;
+      g->status = 0;
+      g->msg[0] = '\0';
+      cq__gstate_set(g, CQ__G_HELD);
+      return 1;
+    }
+  }
+  cq__mutex_lock(&pool->lock);
+  if (taken < 0) {
+    /* Units taken for a moment went back to a contended budget. */
+    for (unsigned i = 0; i < r->n_items; i++)
+      if (r->items[i].res->blocked.count != 0)
+        cq__res_mark_dirty(pool, r->items[i].res, 0);
+    cq__sweep(pool, ctx);
+  }
+  if (atomic_load_explicit(&pool->closed, memory_order_relaxed))
+    rc = CQ_ECLOSED;
+  else
+    rc = cq__req_validate(pool, r, g->msg);
+  if (rc != 0) {
+    cq__mutex_unlock(&pool->lock);
+    return rc;
+  }
+  cq__attempt_start(pool, g, r);
+  return 0;
+}
+
+int cq_grant_try(cq_pool *pool, cq_grant *grant, const cq_req *req) {
+  struct cq__grant *g;
+  struct cq__ctx ctx;
+  cq__ctx_init(&ctx);
+  int rc = attempt_begin(pool, grant, req, &g, &ctx);
+  if (rc == 0) {
+    if (!cq__arrival_try(pool, g))
+      rc = CQ_EBUSY;
+    cq__mutex_unlock(&pool->lock);
+  }
+  cq__ctx_finish(&ctx);
+  return rc == 1 ? 0 : rc;
+}
+
+int cq_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
+                     int64_t deadline_ms) {
+  struct cq__grant *g;
+  struct cq__ctx ctx;
+  cq__ctx_init(&ctx);
+  int rc = attempt_begin(pool, grant, req, &g, &ctx);
+  if (rc != 0) {
+    cq__ctx_finish(&ctx);
+    return rc == 1 ? 0 : rc;
+  }
+  if (cq__arrival_try(pool, g))
+    goto out;
+  if (deadline_ms != CQ_NEVER && cq__pool_now(pool) >= deadline_ms) {
+    rc = CQ_ETIMEDOUT;
+    goto out;
+  }
+
+  struct cq__waitsync sync;
+  if (pthread_cond_init(&sync.cond, &pool->condattr) != 0) {
+    rc = CQ_ESYS;
+    goto out;
+  }
+  bool self_timed = !(pool->flags & CQ_POOL_MANUAL_TIMERS);
+  g->style = CQ__STYLE_BLOCKING;
+  g->sync = &sync;
+  g->deadline_ms = deadline_ms;
+  cq__enqueue(pool, g, &ctx);
+  while (cq__gstate(g) == CQ__G_WAITING) {
+    cq__cond_wait(&sync.cond, &pool->lock, self_timed ? deadline_ms : CQ_NEVER);
+    if (cq__gstate(g) == CQ__G_WAITING && self_timed &&
+        deadline_ms != CQ_NEVER && cq_now() >= deadline_ms) {
+      cq__waiter_leave(pool, g, CQ_ETIMEDOUT, &ctx);
+      cq__sweep(pool, &ctx);
+    }
+  }
+  rc = cq__gstate(g) == CQ__G_HELD ? 0 : g->status;
+  g->sync = NULL;
+  cq__mutex_unlock(&pool->lock);
+  (void)pthread_cond_destroy(&sync.cond);
+  cq__ctx_finish(&ctx);
+  return rc;
+
+out:
+  cq__mutex_unlock(&pool->lock);
+  cq__ctx_finish(&ctx);
+  return rc;
+}
+
+static void ctx_push(struct cq__ctx *ctx, struct cq__grant *g) {
+  g->ready_next = NULL;
+  *ctx->ready_tail = g;
+  ctx->ready_tail = &g->ready_next;
+}
+
+int cq_grant_submit(cq_pool *pool, cq_grant *grant, const cq_req *req,
+                    int64_t deadline_ms, cq_grant_cb cb) {
+  if (cb == NULL)
+    return CQ_EINVAL;
+  struct cq__grant *g;
+  struct cq__ctx ctx;
+  cq__ctx_init(&ctx);
+  int rc = attempt_begin(pool, grant, req, &g, &ctx);
+  if (rc < 0) {
+    cq__ctx_finish(&ctx); /* refused: the callback will not run */
+    return rc;
+  }
+  g->cb = cb;
+  g->style = CQ__STYLE_CALLBACK;
+  if (rc == 1) {
+    ctx_push(&ctx, g);
+    cq__ctx_finish(&ctx);
+    return 0;
+  }
+  if (cq__arrival_try(pool, g)) {
+    g->status = 0;
+    ctx_push(&ctx, g);
+  } else if (deadline_ms != CQ_NEVER && cq__pool_now(pool) >= deadline_ms) {
+    g->status = CQ_ETIMEDOUT;
+    ctx_push(&ctx, g);
+  } else if (deadline_ms == CQ_NEVER || (rc = cq__timer_ensure(pool)) == 0) {
+    g->deadline_ms = deadline_ms;
+    cq__enqueue(pool, g, &ctx);
+    if (deadline_ms != CQ_NEVER)
+      cq__timer_kick(pool, deadline_ms);
+  }
+  cq__mutex_unlock(&pool->lock);
+  cq__ctx_finish(&ctx);
+  return rc;
+}
+
+/*
+ * Lock `pool` and check that `g` is bound to it and in `state`. On success
+ * the lock stays held.
+ */
+static int lock_grant(cq_pool *pool, cq_grant *grant, uint8_t state,
+                      struct cq__grant **out) {
+  if (pool == NULL || grant == NULL)
+    return CQ_EINVAL;
+  struct cq__grant *g = cq__grant_of(grant);
+  cq__mutex_lock(&pool->lock);
+  int rc = 0;
+  if (g->pool != pool)
+    rc = g->pool == NULL ? CQ_ESTATE : CQ_EPOOL;
+  else if (cq__gstate(g) != state)
+    rc = CQ_ESTATE;
+  if (rc != 0) {
+    cq__mutex_unlock(&pool->lock);
+    return rc;
+  }
+  *out = g;
+  return 0;
+}
+
+int cq_grant_cancel(cq_pool *pool, cq_grant *grant) {
+  struct cq__grant *g;
+  int rc = lock_grant(pool, grant, CQ__G_WAITING, &g);
+  if (rc != 0)
+    return rc;
+  struct cq__ctx ctx;
+  cq__ctx_init(&ctx);
+  cq__waiter_leave(pool, g, CQ_ECANCELED, &ctx);
+  cq__sweep(pool, &ctx);
+  cq__mutex_unlock(&pool->lock);
+  cq__ctx_finish(&ctx);
+  return 0;
+}
+
+int cq_grant_release(cq_pool *pool, cq_grant *grant) {
+  if (pool == NULL || grant == NULL)
+    return CQ_EINVAL;
+  struct cq__grant *g = cq__grant_of(grant);
+  struct cq__ctx ctx;
+  cq__ctx_init(&ctx);
+  if (g->lockfree && g->pool == pool && cq__gstate(g) == CQ__G_HELD) {
+    /* The holder owns its grant: give the units back without the lock, and
+     * take the lock only if a waiter claims one of the budgets. */
+    cq__gstate_set(g, CQ__G_IDLE);
+    if (!cq__lockfree_give_all(g))
+      return 0;
+    cq__mutex_lock(&pool->lock);
+    cq__mark_contended_dirty(pool, g);
+  } else {
+    int rc = lock_grant(pool, grant, CQ__G_HELD, &g);
+    if (rc != 0)
+      return rc;
+    for (unsigned i = 0; i < g->n_items; i++)
+      cq__give_back(pool, g, i, g->it[i].u.hold.held);
+    cq__gstate_set(g, CQ__G_IDLE);
+  }
+  if (pool->dirty_head != NULL)
+    cq__sweep(pool, &ctx);
+  cq__mutex_unlock(&pool->lock);
+  cq__ctx_finish(&ctx);
+  return 0;
+}
+
+/* The item of held grant g on resource `name`, or -1. Lock held. */
+static int held_item(cq_pool *p, const struct cq__grant *g, const char *name) {
+  struct cq__res *r = cq__res_find(p, name);
+  if (r == NULL)
+    return -1;
+  for (unsigned i = 0; i < g->n_items; i++)
+    if (g->it[i].res == r)
+      return (int)i;
+  return -1;
+}
+
+int cq_grant_release_part(cq_pool *pool, cq_grant *grant, const char *resource,
+                          int64_t amount) {
+  if (resource == NULL)
+    return CQ_EINVAL;
+  struct cq__grant *g;
+  int rc = lock_grant(pool, grant, CQ__G_HELD, &g);
+  if (rc != 0)
+    return rc;
+  struct cq__ctx ctx;
+  cq__ctx_init(&ctx);
+  int i = held_item(pool, g, resource);
+  if (i < 0) {
+    rc = CQ_ENOENT;
+  } else if (amount <= 0 || amount > g->it[i].u.hold.held) {
+    rc = CQ_ERANGE;
+  } else {
+    cq__give_back(pool, g, (unsigned)i, amount);
+    if (pool->dirty_head != NULL)
+      cq__sweep(pool, &ctx);
+  }
+  cq__mutex_unlock(&pool->lock);
+  cq__ctx_finish(&ctx);
+  return rc;
+}
+
+int64_t cq_grant_held(const cq_grant *grant, const char *resource) {
+  if (grant == NULL || resource == NULL)
+    return 0;
+  const struct cq__grant *g = cq__grant_ofc(grant);
+  if (cq__gstate(g) != CQ__G_HELD || g->n_items == 0)
+    return 0;
+  cq_pool *p = g->pool;
+  cq__mutex_lock(&p->lock);
+  int i = held_item(p, g, resource);
+  int64_t held = i < 0 ? 0 : g->it[i].u.hold.held;
+  cq__mutex_unlock(&p->lock);
+  return held;
+}

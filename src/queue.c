@@ -1,0 +1,513 @@
+/*
+ * The waiting policy: FIFO with reservation.
+ *
+ * Everything here runs with the pool lock held. The README states the same
+ * rule for users; this comment states it for the code.
+ *
+ * Terms.
+ * - Waiters are ordered by arrival (seq; smaller is older).
+ * - free(r) = capacity - used, never below 0.
+ * - A waiter *claims* a resource when an examination finds that it lacks it.
+ *   A claim stays until the waiter is granted or leaves. The oldest waiter
+ *   holding a claim on r is r's *claimant*. For a budget, min(free(r), the
+ *   claimant's need) is withheld for it; the rest is *open*.
+ * - What r offers a request of arrival seq s: everything free if the
+ *   claimant is s itself, or younger, or there is none; otherwise only what
+ *   is open. A request is *covered* on r when its need fits in that.
+ *   A younger claimant never restricts an older request.
+ *
+ * Examining a request (a new arrival, or a waiter):
+ * - covered on every resource: it is granted, all at once;
+ * - otherwise it claims each resource it is not covered on (with staged
+ *   claims only the first, in resource order), and its *blocker* becomes the
+ *   first resource, in resource order, on which it is not covered.
+ *   A try does not claim anything: it only reports busy.
+ *
+ * When a waiter is examined again: only when its blocker covers it again.
+ * After every change that can make that happen (units freed, a claimant
+ * granted or leaving), the pool repeatedly examines the oldest waiter whose
+ * blocker covers it, until there is none. Examinations only ever make the
+ * resources tighter for waiters younger than the one examined, so this is a
+ * single oldest-first pass, and only resources that changed ("dirty") need
+ * to be walked. At rest, no waiter is covered by its blocker.
+ *
+ * Why nothing starves: the oldest waiter's claims are never taken over (no
+ * one is older), what is withheld for it on a claimed resource only grows,
+ * and each examination can add claims but never drop one. So after at most
+ * one examination per resource it names, everything it lacks is claimed and
+ * accumulating, and it is granted once holders release enough. Then the next
+ * waiter is the oldest.
+ *
+ * Why nothing else is blocked: only the claimant's own need is withheld, and
+ * only on resources some waiter lacked. Requests that fit in the rest, or
+ * that name other resources, are granted at once.
+ */
+#include "cq_internal.h"
+
+static inline struct cq__grant *bnode_grant(const cq__rbnode *n) {
+  return CQ__CONTAINER_OF(n, struct cq__grant, bnode);
+}
+
+static inline struct cq__gitem *claim_item(const cq__rbnode *n) {
+  return CQ__CONTAINER_OF(n, struct cq__gitem, u.claim);
+}
+
+static inline struct cq__grant *item_grant(const struct cq__gitem *it) {
+  return CQ__CONTAINER_OF(it - it->index, struct cq__grant, it);
+}
+
+static int seq_cmp(uint64_t a, uint64_t b) { return (a > b) - (a < b); }
+
+static int blocked_cmp(const cq__rbnode *a, const cq__rbnode *b) {
+  return seq_cmp(bnode_grant(a)->seq, bnode_grant(b)->seq);
+}
+
+static int blocked_key_cmp(const cq__rbnode *n, const void *key) {
+  return seq_cmp(bnode_grant(n)->seq, *(const uint64_t *)key);
+}
+
+static int claim_cmp(const cq__rbnode *a, const cq__rbnode *b) {
+  return seq_cmp(item_grant(claim_item(a))->seq,
+                 item_grant(claim_item(b))->seq);
+}
+
+static int deadline_cmp(const cq__rbnode *a, const cq__rbnode *b) {
+  const struct cq__grant *ga = CQ__CONTAINER_OF(a, struct cq__grant, dnode);
+  const struct cq__grant *gb = CQ__CONTAINER_OF(b, struct cq__grant, dnode);
+  if (ga->deadline_ms != gb->deadline_ms)
+    return ga->deadline_ms < gb->deadline_ms ? -1 : 1;
+  return seq_cmp(ga->seq, gb->seq);
+}
+
+static inline struct cq__res *item_res(const cq_pool *p,
+                                       const struct cq__grant *g, unsigned i) {
+  (void)p;
+  return g->it[i].res;
+}
+
+/* What item i of a request asks for. */
+static inline int64_t item_need(const struct cq__grant *g, unsigned i) {
+  return g->req->items[i].amount;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Budgets: what is free, withheld and open                                  */
+/* ------------------------------------------------------------------------ */
+
+static inline int64_t budget_free(const struct cq__res *r) {
+  int64_t f = cq__res_capacity(r) - cq__res_used(r);
+  return f > 0 ? f : 0;
+}
+
+static const struct cq__gitem *claimant_item(const struct cq__res *r) {
+  cq__rbnode *n = cq__rb_first(&r->claims);
+  return n != NULL ? claim_item(n) : NULL;
+}
+
+int64_t cq__budget_withheld(const struct cq__res *r, int64_t used) {
+  const struct cq__gitem *c = claimant_item(r);
+  if (c == NULL)
+    return 0;
+  int64_t f = cq__res_capacity(r) - used;
+  if (f <= 0)
+    return 0;
+  int64_t need = item_need(item_grant(c), c->index);
+  return need < f ? need : f;
+}
+
+/* Units of budget r offered to a request of arrival `seq`. */
+static int64_t budget_offer(const struct cq__res *r, uint64_t seq) {
+  int64_t f = budget_free(r);
+  const struct cq__gitem *c = claimant_item(r);
+  if (c != NULL) {
+    const struct cq__grant *cg = item_grant(c);
+    if (cg->seq < seq) {
+      int64_t need = item_need(cg, c->index);
+      f -= need < f ? need : f;
+    }
+  }
+  return f;
+}
+
+static bool covered(const cq_pool *p, const struct cq__grant *g, unsigned i) {
+  return item_need(g, i) <= budget_offer(item_res(p, g, i), g->seq);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Claims, dirty resources                                                   */
+/* ------------------------------------------------------------------------ */
+
+void cq__res_mark_dirty(cq_pool *p, struct cq__res *r, uint64_t after_seq) {
+  if (!r->dirty) {
+    r->dirty = true;
+    r->walk_seq = after_seq;
+    r->dirty_next = p->dirty_head;
+    p->dirty_head = r;
+  } else if (after_seq < r->walk_seq) {
+    r->walk_seq = after_seq;
+  }
+}
+
+/*
+ * Record that waiter g claims item i. If it became the claimant, younger
+ * waiters blocked there may now be offered more (its need can be smaller
+ * than the previous claimant's), so the resource is walked again from g on.
+ */
+static void claim(cq_pool *p, struct cq__grant *g, unsigned i) {
+  struct cq__gitem *it = &g->it[i];
+  if (it->flags & CQ__IT_CLAIMED)
+    return;
+  struct cq__res *r = item_res(p, g, i);
+  if (r->claims.count == 0)
+    atomic_fetch_or_explicit(&r->word, CQ__W_CONTENDED, memory_order_acq_rel);
+  cq__rb_insert(&r->claims, &it->u.claim, claim_cmp);
+  it->flags |= CQ__IT_CLAIMED;
+  if (cq__rb_first(&r->claims) == &it->u.claim && r->blocked.count != 0)
+    cq__res_mark_dirty(p, r, g->seq);
+}
+
+/* Drop every claim of g; where g was the claimant, the next oldest claimer
+ * takes over and the waiters blocked there are walked again. */
+static void drop_claims(cq_pool *p, struct cq__grant *g) {
+  for (unsigned i = 0; i < g->n_items; i++) {
+    struct cq__gitem *it = &g->it[i];
+    if (!(it->flags & CQ__IT_CLAIMED))
+      continue;
+    struct cq__res *r = item_res(p, g, i);
+    bool was_claimant = cq__rb_first(&r->claims) == &it->u.claim;
+    cq__rb_remove(&r->claims, &it->u.claim);
+    it->flags &= (uint8_t)~CQ__IT_CLAIMED;
+    if (r->claims.count == 0)
+      atomic_fetch_and_explicit(&r->word, ~CQ__W_CONTENDED,
+                                memory_order_acq_rel);
+    if (was_claimant && r->blocked.count != 0)
+      cq__res_mark_dirty(p, r, g->seq);
+  }
+}
+
+/*
+ * Claim what g lacks (only the first lack with staged claims) and return the
+ * index of the first item it lacks, or -1 when it is covered everywhere.
+ */
+static int claim_lacks(cq_pool *p, struct cq__grant *g) {
+  bool staged = (p->flags & CQ_POOL_STAGED_CLAIMS) != 0;
+  int first = -1;
+  for (unsigned i = 0; i < g->n_items; i++) {
+    if (covered(p, g, i))
+      continue;
+    if (first < 0)
+      first = (int)i;
+    else if (staged)
+      break;
+    claim(p, g, i);
+  }
+  return first;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Granting, queueing, leaving                                               */
+/* ------------------------------------------------------------------------ */
+
+static void examine(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx);
+
+void cq__attempt_start(cq_pool *p, struct cq__grant *g,
+                       const struct cq__req *req) {
+  g->pool = p;
+  g->req = req;
+  g->seq = p->next_seq++;
+  g->n_items = (uint8_t)req->n_items;
+  g->lockfree = (req->flags & CQ__REQ_LOCKFREE) != 0;
+  g->status = 0;
+  g->msg[0] = '\0';
+  for (unsigned i = 0; i < req->n_items; i++) {
+    struct cq__res *r = req->items[i].res;
+    g->it[i].res = r;
+    g->it[i].flags = 0;
+    g->it[i].index = (uint8_t)i;
+    /* Lock-free grants stop when their count field fills: empty it. */
+    if (cq__w_count(atomic_load_explicit(&r->word, memory_order_relaxed)) >=
+        CQ__W_COUNT_HARVEST)
+      cq__res_harvest(r);
+  }
+}
+
+/* Take `need` units of budget r if they are free; never beyond capacity. */
+static bool budget_take(struct cq__res *r, int64_t need) {
+  int64_t cap = cq__res_capacity(r);
+  uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
+  do {
+    if (cq__w_used(w) + need > cap)
+      return false;
+  } while (!atomic_compare_exchange_weak_explicit(
+      &r->word, &w, w + (uint64_t)need, memory_order_acq_rel,
+      memory_order_relaxed));
+  cq__peak_raise(r, cq__w_used(w) + need);
+  return true;
+}
+
+static void budget_put(struct cq__res *r, int64_t amount) {
+  atomic_fetch_sub_explicit(&r->word, (uint64_t)amount, memory_order_acq_rel);
+}
+
+/*
+ * Take every unit g asks for, or none. Under the lock a contended budget
+ * only ever gains free units, so what covered() saw is still there; an
+ * uncontended one may have been taken by a lock-free acquire meanwhile, and
+ * then this fails and the caller examines g again.
+ */
+static bool take_units(cq_pool *p, struct cq__grant *g) {
+  for (unsigned i = 0; i < g->n_items; i++) {
+    if (!budget_take(item_res(p, g, i), item_need(g, i))) {
+      while (i-- > 0)
+        budget_put(item_res(p, g, i), item_need(g, i));
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Record the units taken by take_units() as held (claims already gone). */
+static void hold_units(cq_pool *p, struct cq__grant *g) {
+  for (unsigned i = 0; i < g->n_items; i++) {
+    item_res(p, g, i)->grants_total++;
+    g->it[i].u.hold.held = item_need(g, i);
+  }
+  cq__gstate_set(g, CQ__G_HELD);
+}
+
+bool cq__arrival_try(cq_pool *p, struct cq__grant *g) {
+  for (unsigned i = 0; i < g->n_items; i++)
+    if (!covered(p, g, i))
+      return false;
+  if (!take_units(p, g))
+    return false;
+  hold_units(p, g);
+  return true;
+}
+
+int cq__lockfree_take(struct cq__grant *g, const struct cq__req *req) {
+  unsigned i;
+  for (i = 0; i < req->n_items; i++) {
+    struct cq__res *r = req->items[i].res;
+    uint64_t need = (uint64_t)req->items[i].amount;
+    int64_t cap = cq__res_capacity(r);
+    uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
+    do {
+      if ((w & (CQ__W_CONTENDED | CQ__W_REMOVED)) != 0 ||
+          cq__w_count(w) >= CQ__W_COUNT_FAST_LIMIT ||
+          cq__w_used(w) + (int64_t)need > cap)
+        goto undo;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &r->word, &w, w + need + CQ__W_COUNT_ONE, memory_order_acq_rel,
+        memory_order_relaxed));
+    cq__peak_raise(r, cq__w_used(w) + (int64_t)need);
+    g->it[i].res = r;
+    g->it[i].u.hold.held = (int64_t)need;
+  }
+  g->n_items = (uint8_t)req->n_items;
+  g->lockfree = 1;
+  return 1;
+
+undo:;
+  /* Give back what was taken, uncounted. A waiter may have arrived
+   * meanwhile; then those units must reach it through a sweep. */
+  bool sweep = false;
+  while (i-- > 0) {
+    uint64_t back = (uint64_t)req->items[i].amount + CQ__W_COUNT_ONE;
+    uint64_t w = atomic_fetch_sub_explicit(&req->items[i].res->word, back,
+                                           memory_order_acq_rel);
+    sweep |= (w & CQ__W_CONTENDED) != 0;
+  }
+  return sweep ? -1 : 0;
+}
+
+bool cq__lockfree_give_all(struct cq__grant *g) {
+  bool sweep = false;
+  for (unsigned i = 0; i < g->n_items; i++) {
+    uint64_t w = atomic_fetch_sub_explicit(&g->it[i].res->word,
+                                           (uint64_t)g->it[i].u.hold.held,
+                                           memory_order_acq_rel);
+    sweep |= (w & CQ__W_CONTENDED) != 0;
+  }
+  return sweep;
+}
+
+void cq__mark_contended_dirty(cq_pool *p, struct cq__grant *g) {
+  for (unsigned i = 0; i < g->n_items; i++)
+    if (g->it[i].res->blocked.count != 0)
+      cq__res_mark_dirty(p, g->it[i].res, 0);
+}
+
+static void queue_unlink(cq_pool *p, struct cq__grant *g) {
+  if (g->qprev != NULL)
+    g->qprev->qnext = g->qnext;
+  else
+    p->queue_head = g->qnext;
+  if (g->qnext != NULL)
+    g->qnext->qprev = g->qprev;
+  else
+    p->queue_tail = g->qprev;
+  g->qprev = g->qnext = NULL;
+}
+
+void cq__enqueue(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
+  g->qprev = p->queue_tail;
+  g->qnext = NULL;
+  if (p->queue_tail != NULL)
+    p->queue_tail->qnext = g;
+  else
+    p->queue_head = g;
+  p->queue_tail = g;
+  p->n_waiters++;
+  for (unsigned i = 0; i < g->n_items; i++)
+    item_res(p, g, i)->n_waiting++;
+
+  /* Block on the first item for now; examine() moves g to its real
+   * blocker, or grants it if lock-free releases freed enough meanwhile. */
+  g->blocker = 0;
+  cq__rb_insert(&item_res(p, g, 0)->blocked, &g->bnode, blocked_cmp);
+  if (g->deadline_ms != CQ_NEVER)
+    cq__rb_insert(&p->deadlines, &g->dnode, deadline_cmp);
+  cq__gstate_set(g, CQ__G_WAITING);
+  examine(p, g, ctx);
+}
+
+/* Take g out of every waiting structure (claims included). */
+static void dequeue(cq_pool *p, struct cq__grant *g) {
+  CQ__ASSERT(cq__gstate(g) == CQ__G_WAITING);
+  drop_claims(p, g);
+  cq__rb_remove(&item_res(p, g, g->blocker)->blocked, &g->bnode);
+  if (g->deadline_ms != CQ_NEVER)
+    cq__rb_remove(&p->deadlines, &g->dnode);
+  for (unsigned i = 0; i < g->n_items; i++)
+    item_res(p, g, i)->n_waiting--;
+  queue_unlink(p, g);
+  p->n_waiters--;
+}
+
+/* Tell a waiter its attempt is over: wake its thread or queue its callback. */
+static void notify(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
+  if (g->style == CQ__STYLE_BLOCKING) {
+    p->wakeups++;
+    (void)pthread_cond_signal(&g->sync->cond);
+  } else {
+    g->ready_next = NULL;
+    *ctx->ready_tail = g;
+    ctx->ready_tail = &g->ready_next;
+  }
+}
+
+static void grant_waiter(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
+  dequeue(p, g);
+  hold_units(p, g);
+  p->waited_grants++;
+  g->status = 0;
+  notify(p, g, ctx);
+}
+
+void cq__waiter_leave(cq_pool *p, struct cq__grant *g, int status,
+                      struct cq__ctx *ctx) {
+  dequeue(p, g);
+  cq__gstate_set(g, CQ__G_IDLE);
+  g->status = status;
+  notify(p, g, ctx);
+}
+
+void cq__give_back(cq_pool *p, struct cq__grant *g, unsigned i,
+                   int64_t amount) {
+  struct cq__res *r = item_res(p, g, i);
+  budget_put(r, amount);
+  g->it[i].u.hold.held -= amount;
+  if (r->blocked.count != 0)
+    cq__res_mark_dirty(p, r, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The sweep                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The oldest waiter blocked on dirty resource r, younger than r's walk
+ * position, that r now covers. Waiters passed over are not covered, and stay
+ * so for the rest of this sweep unless r is marked again.
+ */
+static struct cq__grant *next_candidate(struct cq__res *r) {
+  uint64_t from = r->walk_seq + 1;
+  cq__rbnode *n = cq__rb_first(&r->blocked);
+  /* Usually the walk starts at the oldest: no descent needed. */
+  if (n != NULL && bnode_grant(n)->seq < from)
+    n = cq__rb_lower_bound(&r->blocked, &from, blocked_key_cmp);
+  if (budget_free(r) == 0)
+    return NULL;
+  const struct cq__gitem *c = claimant_item(r);
+  uint64_t claimant_seq = c != NULL ? item_grant(c)->seq : UINT64_MAX;
+  for (; n != NULL; n = cq__rb_next(n)) {
+    struct cq__grant *w = bnode_grant(n);
+    int64_t offer = budget_offer(r, w->seq);
+    if (item_need(w, w->blocker) <= offer)
+      return w;
+    /* Past the claimant everyone is offered the same open units. */
+    if (offer == 0 && claimant_seq < w->seq)
+      break;
+    r->walk_seq = w->seq;
+  }
+  return NULL;
+}
+
+/*
+ * Examine waiter g: grant it, or claim what it lacks and block it on the
+ * first. Two races with lock-free acquires and releases are settled here:
+ * - a lock-free acquire may take units of a budget g had not claimed
+ *   between covered() and take_units(); g then lacks it, and claims it on
+ *   the next round, after which no lock-free acquire can take it;
+ * - a lock-free release may return units of the blocker after g found it
+ *   lacking and before g's claim made it contended; such a release does not
+ *   sweep, so the blocker is checked once more after the claim.
+ * Without other threads neither race happens and this is one round.
+ */
+static void examine(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
+  for (;;) {
+    int first = claim_lacks(p, g);
+    if (first < 0) {
+      if (take_units(p, g)) {
+        grant_waiter(p, g, ctx);
+        return;
+      }
+      continue;
+    }
+    if ((unsigned)first != g->blocker) {
+      cq__rb_remove(&item_res(p, g, g->blocker)->blocked, &g->bnode);
+      g->blocker = (uint8_t)first;
+      cq__rb_insert(&item_res(p, g, (unsigned)first)->blocked, &g->bnode,
+                    blocked_cmp);
+    }
+    if (!covered(p, g, (unsigned)first))
+      return;
+  }
+}
+
+void cq__sweep(cq_pool *p, struct cq__ctx *ctx) {
+  for (;;) {
+    struct cq__grant *best = NULL;
+    struct cq__res **link = &p->dirty_head;
+    while (*link != NULL) {
+      struct cq__res *r = *link;
+      struct cq__grant *w = next_candidate(r);
+      if (w == NULL) {
+        r->dirty = false;
+        *link = r->dirty_next;
+        continue;
+      }
+      if (best == NULL || w->seq < best->seq)
+        best = w;
+      link = &r->dirty_next;
+    }
+    if (best == NULL)
+      return;
+    /* Nothing older than best can be covered now: move every walk past it. */
+    for (struct cq__res *r = p->dirty_head; r != NULL; r = r->dirty_next)
+      if (r->walk_seq < best->seq)
+        r->walk_seq = best->seq;
+    examine(p, best, ctx);
+  }
+}

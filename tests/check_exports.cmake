@@ -1,0 +1,26 @@
+# Fails unless every symbol the shared library defines and exports starts
+# with cq_ (and none with cq__, the internal prefix).
+execute_process(COMMAND ${NM} -D --defined-only ${LIB}
+  OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "nm failed on ${LIB}")
+endif()
+string(REPLACE "\n" ";" lines "${out}")
+set(count 0)
+foreach(line IN LISTS lines)
+  if(line MATCHES "^[0-9a-fA-F]+ ([A-Za-z]) (.+)$")
+    set(kind ${CMAKE_MATCH_1})
+    set(sym ${CMAKE_MATCH_2})
+    if(kind STREQUAL "A")
+      continue() # version nodes
+    endif()
+    if(NOT sym MATCHES "^cq_" OR sym MATCHES "^cq__")
+      message(FATAL_ERROR "exported symbol outside the cq_ namespace: ${sym}")
+    endif()
+    math(EXPR count "${count} + 1")
+  endif()
+endforeach()
+if(count EQUAL 0)
+  message(FATAL_ERROR "no exported symbols found in ${LIB}")
+endif()
+message(STATUS "${count} exported symbols, all cq_")

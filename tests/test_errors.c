@@ -1,0 +1,65 @@
+/* Error codes: the table generates distinct codes, names and messages. */
+#include "cq_test.h"
+
+struct entry {
+  int code;
+  const char *name;
+  const char *msg;
+};
+
+static const struct entry table[] = {
+#define ENTRY_(name, value, msg) {CQ_##name, #name, msg},
+    CQ_ERRNO_MAP(ENTRY_)
+#undef ENTRY_
+};
+
+#define N_ENTRIES (sizeof(table) / sizeof(table[0]))
+
+static void test_every_code_is_negative_and_distinct(void **state) {
+  (void)state;
+  for (size_t i = 0; i < N_ENTRIES; i++) {
+    assert_true(table[i].code < 0);
+    assert_true(table[i].code >= CQ_ERRNO_MIN_);
+    for (size_t j = i + 1; j < N_ENTRIES; j++) {
+      assert_int_not_equal(table[i].code, table[j].code);
+      assert_string_not_equal(table[i].name, table[j].name);
+      assert_string_not_equal(table[i].msg, table[j].msg);
+    }
+  }
+}
+
+static void test_name_and_message_come_from_the_table(void **state) {
+  (void)state;
+  for (size_t i = 0; i < N_ENTRIES; i++) {
+    assert_string_equal(cq_err_name(table[i].code), table[i].name);
+    assert_string_equal(cq_strerror(table[i].code), table[i].msg);
+  }
+  assert_string_equal(cq_err_name(0), "OK");
+  assert_string_equal(cq_strerror(0), "success");
+}
+
+static void test_unknown_codes_map_to_a_constant_string(void **state) {
+  (void)state;
+  assert_string_equal(cq_err_name(-12345), "UNKNOWN");
+  assert_string_equal(cq_err_name(7), "UNKNOWN");
+  assert_string_equal(cq_strerror(-12345), "unknown error");
+  assert_ptr_equal(cq_strerror(-999), cq_strerror(12345));
+}
+
+static void test_version_string_matches_the_macros(void **state) {
+  (void)state;
+  char want[32];
+  snprintf(want, sizeof(want), "%d.%d.%d", CQ_VERSION_MAJOR, CQ_VERSION_MINOR,
+           CQ_VERSION_PATCH);
+  assert_string_equal(cq_version_string(), want);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_code_is_negative_and_distinct),
+      cmocka_unit_test(test_name_and_message_come_from_the_table),
+      cmocka_unit_test(test_unknown_codes_map_to_a_constant_string),
+      cmocka_unit_test(test_version_string_matches_the_macros),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,123 @@
+/*
+ * The intrusive red-black tree against a plain sorted array, under random
+ * inserts and removals, with every red-black property checked after each
+ * change.
+ */
+#include "cq_test.h"
+
+#include "cq_internal.h"
+
+#include <stdlib.h>
+
+struct item {
+  cq__rbnode node;
+  int key;
+  int in;
+};
+
+static int item_cmp(const cq__rbnode *a, const cq__rbnode *b) {
+  int ka = CQ__CONTAINER_OF(a, struct item, node)->key;
+  int kb = CQ__CONTAINER_OF(b, struct item, node)->key;
+  return (ka > kb) - (ka < kb);
+}
+
+static int item_key_cmp(const cq__rbnode *n, const void *key) {
+  int k = CQ__CONTAINER_OF(n, struct item, node)->key;
+  int want = *(const int *)key;
+  return (k > want) - (k < want);
+}
+
+static uint64_t rng_state = 88172645463325252ull;
+static uint32_t rnd(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (uint32_t)rng_state;
+}
+
+#define N 2000
+
+static void check_against_model(cq__rbtree *t, struct item *items) {
+  assert_true(cq__rb_check(t, item_cmp) >= 0);
+  size_t n = 0;
+  const cq__rbnode *node = cq__rb_first(t);
+  for (int k = 0; k < N; k++) {
+    if (!items[k].in)
+      continue;
+    assert_non_null(node);
+    assert_int_equal(CQ__CONTAINER_OF(node, struct item, node)->key, k);
+    node = cq__rb_next(node);
+    n++;
+  }
+  assert_null(node);
+  assert_int_equal(t->count, n);
+}
+
+static void test_random_inserts_and_removals_keep_order_and_balance(void **s) {
+  (void)s;
+  static struct item items[N];
+  cq__rbtree t = {0};
+  for (int k = 0; k < N; k++)
+    items[k].key = k;
+  for (int step = 0; step < 20000; step++) {
+    struct item *it = &items[rnd() % N];
+    if (it->in)
+      cq__rb_remove(&t, &it->node);
+    else
+      cq__rb_insert(&t, &it->node, item_cmp);
+    it->in = !it->in;
+    if (step % 97 == 0)
+      check_against_model(&t, items);
+  }
+  check_against_model(&t, items);
+}
+
+static void test_lower_bound_finds_the_first_key_not_below(void **s) {
+  (void)s;
+  static struct item items[100];
+  cq__rbtree t = {0};
+  for (int k = 0; k < 100; k++) {
+    items[k].key = k * 2; /* even keys only */
+    cq__rb_insert(&t, &items[k].node, item_cmp);
+  }
+  for (int want = -1; want < 201; want++) {
+    cq__rbnode *n = cq__rb_lower_bound(&t, &want, item_key_cmp);
+    if (want > 198) {
+      assert_null(n);
+      continue;
+    }
+    int expect = want <= 0 ? 0 : (want + 1) / 2 * 2;
+    assert_non_null(n);
+    assert_int_equal(CQ__CONTAINER_OF(n, struct item, node)->key, expect);
+  }
+}
+
+static void test_walks_both_ways_and_keeps_first_and_last(void **s) {
+  (void)s;
+  static struct item items[50];
+  cq__rbtree t = {0};
+  assert_null(cq__rb_first(&t));
+  assert_null(cq__rb_last(&t));
+  for (int k = 49; k >= 0; k--) {
+    items[k].key = k;
+    cq__rb_insert(&t, &items[k].node, item_cmp);
+  }
+  assert_ptr_equal(cq__rb_first(&t), &items[0].node);
+  assert_ptr_equal(cq__rb_last(&t), &items[49].node);
+  int k = 49;
+  for (cq__rbnode *n = cq__rb_last(&t); n != NULL; n = cq__rb_prev(n), k--)
+    assert_int_equal(CQ__CONTAINER_OF(n, struct item, node)->key, k);
+  assert_int_equal(k, -1);
+  cq__rb_remove(&t, &items[0].node);
+  assert_ptr_equal(cq__rb_first(&t), &items[1].node);
+  assert_true(cq__rb_check(&t, item_cmp) >= 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_random_inserts_and_removals_keep_order_and_balance),
+      cmocka_unit_test(test_lower_bound_finds_the_first_key_not_below),
+      cmocka_unit_test(test_walks_both_ways_and_keeps_first_and_last),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
