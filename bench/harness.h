@@ -73,5 +73,7 @@ void cqb_write_outputs(void);
 /* Suites. Each adds its figures; `plan` returns its number of steps. */
 int cqb_micro_core_plan(void);
 void cqb_micro_core(void);
+int cqb_micro_devices_plan(void);
+void cqb_micro_devices(void);
 
 #endif /* CRONOQ_BENCH_HARNESS_H */

@@ -82,8 +82,9 @@ int main(int argc, char **argv) {
   cqb_print_header();
   fflush(stdout);
   (void)cmd; /* micro is the whole of "all" until the simulator lands */
-  cqb_progress_plan(cqb_micro_core_plan());
+  cqb_progress_plan(cqb_micro_core_plan() + cqb_micro_devices_plan());
   cqb_micro_core();
+  cqb_micro_devices();
   cqb_print_results();
   cqb_write_outputs();
   return 0;

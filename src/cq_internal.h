@@ -95,7 +95,7 @@ void cq__cond_wait(pthread_cond_t *c, cq__mutex *m, int64_t deadline_ms);
 /* Resources (resource.c)                                                    */
 /* ------------------------------------------------------------------------ */
 
-enum cq__res_kind { CQ__RES_BUDGET = 1 };
+enum cq__res_kind { CQ__RES_BUDGET = 1, CQ__RES_DEVICES = 2 };
 
 /*
  * A budget's usage word, updated with single atomic operations so that
@@ -131,8 +131,29 @@ static inline uint64_t cq__w_count(uint64_t w) {
  * changes.
  */
 static inline uint64_t cq__rank(uint8_t kind, uint32_t uid) {
-  (void)kind; /* device pools will sort before every other kind */
-  return ((uint64_t)1 << 32) | uid;
+  return ((uint64_t)(kind != CQ__RES_DEVICES) << 32) | uid;
+}
+
+/*
+ * One device of a device pool. Online devices sit in the pool's `by_free`
+ * tree, ordered by (free thousandths, index): best fit is a lower-bound
+ * search, the most free device is found from the end.
+ */
+struct cq__dev {
+  cq__rbnode node;
+  int64_t used; /* thousandths held, 0..CQ_DEVICE_MILLI */
+  int64_t peak;
+  uint64_t grants;
+  uint64_t mark; /* == the pool's stamp: reserved in this query */
+  uint32_t index;
+  int32_t whole_next; /* next device of the same whole-device grant, or -1 */
+  bool online;
+  bool whole; /* held whole by one grant */
+  char id[CQ_DEVICE_ID_MAX + 1];
+};
+
+static inline int64_t cq__dev_free(const struct cq__dev *d) {
+  return CQ_DEVICE_MILLI - d->used;
 }
 
 /*
@@ -163,6 +184,14 @@ struct cq__res {
   struct cq__res *dirty_next;
   bool dirty;
   uint64_t walk_seq; /* waiters blocked here with seq > walk_seq remain */
+
+  /* Device pools (device.c); the word's used field is the sum of the
+   * devices' thousandths, kept for snapshots and the destroy check. */
+  struct cq__dev *devs;
+  uint32_t n_devs;
+  uint32_t n_online;
+  cq__rbtree by_free;
+  uint64_t stamp; /* last reservation stamp handed out */
 };
 
 static inline int64_t cq__res_used(const struct cq__res *r) {
@@ -204,9 +233,17 @@ void cq__res_free(cq_pool *p, struct cq__res *r);
 #define CQ__REQ_MAGIC 0x63717271u /* "cqrq" */
 #define CQ__MSG_MAX 160
 
+/* What an item asks of its resource. */
+enum cq__mode {
+  CQ__MODE_UNITS = 0,    /* budget units */
+  CQ__MODE_FRACTION = 1, /* thousandths of one device */
+  CQ__MODE_WHOLE = 2     /* whole devices */
+};
+
 struct cq__ritem {
   struct cq__res *res;
   int64_t amount;
+  uint8_t mode; /* enum cq__mode */
 };
 
 /* Request flags. */
@@ -247,12 +284,15 @@ struct cq__gitem {
   union {
     cq__rbnode claim; /* waiting: node in the resource's claims tree */
     struct {
-      int64_t held; /* holding: units held (milli for devices) */
+      int64_t held; /* holding: units held (thousandths for devices) */
+      int32_t dev;  /* holding devices: the device, or the first of a
+                       whole-device grant's chain */
     } hold;
   } u;
   struct cq__res *res; /* copied from the request */
   uint8_t flags;       /* CQ__IT_* */
   uint8_t index;       /* this item's index in the grant, to find the grant */
+  uint8_t mode;        /* enum cq__mode, copied from the request */
 };
 
 struct cq__waitsync {
@@ -265,11 +305,11 @@ struct cq__waitsync {
  * few cache misses as possible.
  */
 struct cq__grant {
-  cq__rbnode bnode;             /* waiting: in the blocker's blocked tree */
-  struct cq__grant *qprev;      /* waiting: the pool's queue, by arrival */
+  cq__rbnode bnode;        /* waiting: in the blocker's blocked tree */
+  struct cq__grant *qprev; /* waiting: the pool's queue, by arrival */
   struct cq__grant *qnext;
-  uint64_t seq;                 /* arrival order; smaller is older */
-  const struct cq__req *req;    /* while waiting */
+  uint64_t seq;              /* arrival order; smaller is older */
+  const struct cq__req *req; /* while waiting */
   /* enum cq__gstate. Changed under the pool lock, except by the owner on the
    * lock-free paths; atomic so that a racing cancel reads it safely. */
   _Atomic uint8_t state;
@@ -298,6 +338,16 @@ static inline cq_grant *cq__grant_pub(struct cq__grant *g) {
   return CQ__CONTAINER_OF(g, cq_grant, cq_private);
 }
 
+/* The grant an item belongs to. */
+static inline struct cq__grant *cq__item_grant(const struct cq__gitem *it) {
+  return CQ__CONTAINER_OF(it - it->index, struct cq__grant, it);
+}
+
+/* What a waiting grant's item asks of its resource. */
+static inline const struct cq__ritem *cq__item_ask(const struct cq__gitem *it) {
+  return &cq__item_grant(it)->req->items[it->index];
+}
+
 /* Work collected under the lock and finished after unlocking. */
 struct cq__ctx {
   struct cq__grant *ready_head; /* callbacks to run, in order */
@@ -311,6 +361,31 @@ static inline void cq__ctx_init(struct cq__ctx *c) {
 
 /* Run the callbacks collected in `c`. No lock held. */
 void cq__ctx_finish(struct cq__ctx *c);
+
+/* device.c: device pools, all with the pool lock held. `excl` is the item
+ * of the pool's claimant when its reservation applies to the asker, else
+ * NULL. */
+bool cq__dev_fits(struct cq__res *r, uint8_t mode, int64_t amount,
+                  const struct cq__gitem *excl);
+/* Place a request that fits; returns the device (the first, for whole). */
+int32_t cq__dev_take(struct cq__res *r, uint8_t mode, int64_t amount,
+                     const struct cq__gitem *excl);
+/* Give back `amount` thousandths of a fraction on `dev`, or a whole grant's
+ * chain starting at `dev` (amount = its devices * CQ_DEVICE_MILLI). */
+void cq__dev_put(struct cq__res *r, uint8_t mode, int32_t dev, int64_t amount);
+/* Give back one whole device of the chain of item `it`. */
+void cq__dev_put_one(struct cq__res *r, struct cq__gitem *it, uint32_t index);
+/* Whether some online device has free capacity. */
+bool cq__dev_any_free(const struct cq__res *r);
+/* Free thousandths on the devices reserved for claimant item c. */
+int64_t cq__dev_withheld(struct cq__res *r, const struct cq__gitem *c);
+/* Stamp the devices reserved for claimant item c; returns the stamp. */
+uint64_t cq__dev_reserve(struct cq__res *r, const struct cq__gitem *c);
+
+/* detect.c: the parsers, reachable by tests and fuzzers. They append to
+ * `out` (whose allocator must be set) and fill out->error on CQ_EPARSE. */
+int cq__parse_cuda_visible(const char *text, cq_gpu_list *out);
+int cq__parse_nvidia_smi(const char *text, cq_gpu_list *out);
 
 /* queue.c: the waiting policy. All with the pool lock held. */
 

@@ -252,6 +252,18 @@ static int lock_grant(cq_pool *pool, cq_grant *grant, uint8_t state,
   return 0;
 }
 
+/* End an operation begun under the lock: sweep if anything came back or a
+ * claimant left, drop the lock, run the callbacks that became due. */
+static int end_locked(cq_pool *pool, int rc) {
+  struct cq__ctx ctx;
+  cq__ctx_init(&ctx);
+  if (pool->dirty_head != NULL)
+    cq__sweep(pool, &ctx);
+  cq__mutex_unlock(&pool->lock);
+  cq__ctx_finish(&ctx);
+  return rc;
+}
+
 int cq_grant_cancel(cq_pool *pool, cq_grant *grant) {
   struct cq__grant *g;
   int rc = lock_grant(pool, grant, CQ__G_WAITING, &g);
@@ -270,8 +282,6 @@ int cq_grant_release(cq_pool *pool, cq_grant *grant) {
   if (pool == NULL || grant == NULL)
     return CQ_EINVAL;
   struct cq__grant *g = cq__grant_of(grant);
-  struct cq__ctx ctx;
-  cq__ctx_init(&ctx);
   if (g->lockfree && g->pool == pool && cq__gstate(g) == CQ__G_HELD) {
     /* The holder owns its grant: give the units back without the lock, and
      * take the lock only if a waiter claims one of the budgets. */
@@ -280,19 +290,15 @@ int cq_grant_release(cq_pool *pool, cq_grant *grant) {
       return 0;
     cq__mutex_lock(&pool->lock);
     cq__mark_contended_dirty(pool, g);
-  } else {
-    int rc = lock_grant(pool, grant, CQ__G_HELD, &g);
-    if (rc != 0)
-      return rc;
-    for (unsigned i = 0; i < g->n_items; i++)
-      cq__give_back(pool, g, i, g->it[i].u.hold.held);
-    cq__gstate_set(g, CQ__G_IDLE);
+    return end_locked(pool, 0);
   }
-  if (pool->dirty_head != NULL)
-    cq__sweep(pool, &ctx);
-  cq__mutex_unlock(&pool->lock);
-  cq__ctx_finish(&ctx);
-  return 0;
+  int rc = lock_grant(pool, grant, CQ__G_HELD, &g);
+  if (rc != 0)
+    return rc;
+  for (unsigned i = 0; i < g->n_items; i++)
+    cq__give_back(pool, g, i, g->it[i].u.hold.held);
+  cq__gstate_set(g, CQ__G_IDLE);
+  return end_locked(pool, 0);
 }
 
 /* The item of held grant g on resource `name`, or -1. Lock held. */
@@ -314,21 +320,16 @@ int cq_grant_release_part(cq_pool *pool, cq_grant *grant, const char *resource,
   int rc = lock_grant(pool, grant, CQ__G_HELD, &g);
   if (rc != 0)
     return rc;
-  struct cq__ctx ctx;
-  cq__ctx_init(&ctx);
   int i = held_item(pool, g, resource);
-  if (i < 0) {
+  if (i < 0)
     rc = CQ_ENOENT;
-  } else if (amount <= 0 || amount > g->it[i].u.hold.held) {
+  else if (g->it[i].res->kind == CQ__RES_DEVICES)
+    rc = CQ_EINVAL; /* devices: cq_grant_release_device() */
+  else if (amount <= 0 || amount > g->it[i].u.hold.held)
     rc = CQ_ERANGE;
-  } else {
+  else
     cq__give_back(pool, g, (unsigned)i, amount);
-    if (pool->dirty_head != NULL)
-      cq__sweep(pool, &ctx);
-  }
-  cq__mutex_unlock(&pool->lock);
-  cq__ctx_finish(&ctx);
-  return rc;
+  return end_locked(pool, rc);
 }
 
 int64_t cq_grant_held(const cq_grant *grant, const char *resource) {
@@ -343,4 +344,148 @@ int64_t cq_grant_held(const cq_grant *grant, const char *resource) {
   int64_t held = i < 0 ? 0 : g->it[i].u.hold.held;
   cq__mutex_unlock(&p->lock);
   return held;
+}
+
+/* The item of held grant g on device pool `name` (NULL: the first device
+ * pool it names), or -1. Lock held. */
+static int device_item(cq_pool *p, const struct cq__grant *g,
+                       const char *name) {
+  if (name != NULL) {
+    int i = held_item(p, g, name);
+    return i >= 0 && g->it[i].res->kind == CQ__RES_DEVICES ? i : -1;
+  }
+  for (unsigned i = 0; i < g->n_items; i++)
+    if (g->it[i].res->kind == CQ__RES_DEVICES)
+      return (int)i;
+  return -1;
+}
+
+/* Call `fn` for each device item i of held grant g holds, in index order. */
+static size_t each_device(const struct cq__grant *g, unsigned i,
+                          void (*fn)(const struct cq__dev *d, void *arg),
+                          void *arg) {
+  const struct cq__gitem *it = &g->it[i];
+  const struct cq__res *r = it->res;
+  size_t n = 0;
+  if (it->mode == CQ__MODE_FRACTION) {
+    if (it->u.hold.held > 0) {
+      fn(&r->devs[it->u.hold.dev], arg);
+      n++;
+    }
+    return n;
+  }
+  for (int32_t d = it->u.hold.dev; d >= 0; d = r->devs[d].whole_next) {
+    fn(&r->devs[d], arg);
+    n++;
+  }
+  return n;
+}
+
+struct index_out {
+  uint32_t *indices;
+  size_t cap, n;
+};
+
+static void put_index(const struct cq__dev *d, void *arg) {
+  struct index_out *o = arg;
+  if (o->n < o->cap)
+    o->indices[o->n] = d->index;
+  o->n++;
+}
+
+size_t cq_grant_devices(const cq_grant *grant, const char *resource,
+                        uint32_t *indices, size_t cap) {
+  if (grant == NULL || (indices == NULL && cap > 0))
+    return 0;
+  const struct cq__grant *g = cq__grant_ofc(grant);
+  if (cq__gstate(g) != CQ__G_HELD || g->n_items == 0)
+    return 0;
+  cq_pool *p = g->pool;
+  struct index_out o = {indices, cap, 0};
+  cq__mutex_lock(&p->lock);
+  int i = device_item(p, g, resource);
+  if (i >= 0)
+    each_device(g, (unsigned)i, put_index, &o);
+  cq__mutex_unlock(&p->lock);
+  return o.n;
+}
+
+struct id_out {
+  char *buf;
+  size_t len, used;
+  bool overflow;
+};
+
+static void put_id(const struct cq__dev *d, void *arg) {
+  struct id_out *o = arg;
+  size_t need = strlen(d->id) + (o->used > 0 ? 1 : 0);
+  if (o->overflow || o->used + need + 1 > o->len) {
+    o->overflow = true;
+    return;
+  }
+  if (o->used > 0)
+    o->buf[o->used++] = ',';
+  memcpy(o->buf + o->used, d->id, strlen(d->id) + 1);
+  o->used += strlen(d->id);
+}
+
+int cq_grant_cuda_visible(const cq_grant *grant, const char *resource,
+                          char *buf, size_t len) {
+  if (grant == NULL || buf == NULL || len == 0)
+    return CQ_EINVAL;
+  buf[0] = '\0';
+  const struct cq__grant *g = cq__grant_ofc(grant);
+  if (cq__gstate(g) != CQ__G_HELD || g->n_items == 0)
+    return CQ_ENOENT;
+  cq_pool *p = g->pool;
+  struct id_out o = {buf, len, 0, false};
+  cq__mutex_lock(&p->lock);
+  int i = device_item(p, g, resource);
+  size_t n = i >= 0 ? each_device(g, (unsigned)i, put_id, &o) : 0;
+  cq__mutex_unlock(&p->lock);
+  if (n == 0)
+    return CQ_ENOENT;
+  if (o.overflow) {
+    buf[0] = '\0';
+    return CQ_ERANGE;
+  }
+  return 0;
+}
+
+int cq_grant_release_device(cq_pool *pool, cq_grant *grant,
+                            const char *resource, uint32_t index,
+                            int64_t milli) {
+  if (resource == NULL)
+    return CQ_EINVAL;
+  struct cq__grant *g;
+  int rc = lock_grant(pool, grant, CQ__G_HELD, &g);
+  if (rc != 0)
+    return rc;
+  int i = device_item(pool, g, resource);
+  struct cq__gitem *it = i >= 0 ? &g->it[i] : NULL;
+  if (it == NULL || index >= it->res->n_devs) {
+    rc = CQ_ENOENT;
+  } else if (it->mode == CQ__MODE_FRACTION) {
+    if ((uint32_t)it->u.hold.dev != index || it->u.hold.held == 0)
+      rc = CQ_ENOENT;
+    else if (milli <= 0 || milli > it->u.hold.held)
+      rc = CQ_ERANGE;
+    else
+      cq__give_back(pool, g, (unsigned)i, milli);
+  } else {
+    bool mine = false;
+    for (int32_t k = it->u.hold.dev; k >= 0 && !mine;
+         k = it->res->devs[k].whole_next)
+      mine = (uint32_t)k == index;
+    if (!mine)
+      rc = CQ_ENOENT;
+    else if (milli != CQ_DEVICE_MILLI)
+      rc = CQ_ERANGE;
+    else {
+      cq__dev_put_one(it->res, it, index);
+      if (it->res->blocked.count != 0)
+        cq__res_mark_dirty(pool, it->res, 0);
+    }
+  }
+  return end_locked(pool, rc);
 }

@@ -53,7 +53,7 @@ static inline struct cq__gitem *claim_item(const cq__rbnode *n) {
 }
 
 static inline struct cq__grant *item_grant(const struct cq__gitem *it) {
-  return CQ__CONTAINER_OF(it - it->index, struct cq__grant, it);
+  return cq__item_grant(it);
 }
 
 static int seq_cmp(uint64_t a, uint64_t b) { return (a > b) - (a < b); }
@@ -129,8 +129,20 @@ static int64_t budget_offer(const struct cq__res *r, uint64_t seq) {
   return f;
 }
 
+/* The claimant's item on r when its reservation applies to a request of
+ * arrival `seq` (the claimant is older), else NULL. */
+static const struct cq__gitem *older_claimant(const struct cq__res *r,
+                                              uint64_t seq) {
+  const struct cq__gitem *c = claimant_item(r);
+  return c != NULL && item_grant(c)->seq < seq ? c : NULL;
+}
+
 static bool covered(const cq_pool *p, const struct cq__grant *g, unsigned i) {
-  return item_need(g, i) <= budget_offer(item_res(p, g, i), g->seq);
+  struct cq__res *r = item_res(p, g, i);
+  if (r->kind == CQ__RES_DEVICES)
+    return cq__dev_fits(r, g->it[i].mode, item_need(g, i),
+                        older_claimant(r, g->seq));
+  return item_need(g, i) <= budget_offer(r, g->seq);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -224,6 +236,7 @@ void cq__attempt_start(cq_pool *p, struct cq__grant *g,
     g->it[i].res = r;
     g->it[i].flags = 0;
     g->it[i].index = (uint8_t)i;
+    g->it[i].mode = req->items[i].mode;
     /* Lock-free grants stop when their count field fills: empty it. */
     if (cq__w_count(atomic_load_explicit(&r->word, memory_order_relaxed)) >=
         CQ__W_COUNT_HARVEST)
@@ -250,38 +263,55 @@ static void budget_put(struct cq__res *r, int64_t amount) {
 }
 
 /*
- * Take every unit g asks for, or none. Under the lock a contended budget
- * only ever gains free units, so what covered() saw is still there; an
- * uncontended one may have been taken by a lock-free acquire meanwhile, and
- * then this fails and the caller examines g again.
+ * Take every unit g asks for, or none; devices[i] receives where device
+ * items were placed. Under the lock a contended budget only ever gains free
+ * units, and device pools change only under the lock, so what covered() saw
+ * is still there; an uncontended budget may have been taken by a lock-free
+ * acquire meanwhile, and then this fails and the caller examines g again.
  */
-static bool take_units(cq_pool *p, struct cq__grant *g) {
+static bool take_units(cq_pool *p, struct cq__grant *g, int32_t *devices) {
+  /* Budgets first: only they can fail. */
   for (unsigned i = 0; i < g->n_items; i++) {
-    if (!budget_take(item_res(p, g, i), item_need(g, i))) {
+    struct cq__res *r = item_res(p, g, i);
+    if (r->kind != CQ__RES_DEVICES && !budget_take(r, item_need(g, i))) {
       while (i-- > 0)
-        budget_put(item_res(p, g, i), item_need(g, i));
+        if (item_res(p, g, i)->kind != CQ__RES_DEVICES)
+          budget_put(item_res(p, g, i), item_need(g, i));
       return false;
     }
+  }
+  for (unsigned i = 0; i < g->n_items; i++) {
+    struct cq__res *r = item_res(p, g, i);
+    if (r->kind == CQ__RES_DEVICES)
+      devices[i] = cq__dev_take(r, g->it[i].mode, item_need(g, i),
+                                older_claimant(r, g->seq));
   }
   return true;
 }
 
 /* Record the units taken by take_units() as held (claims already gone). */
-static void hold_units(cq_pool *p, struct cq__grant *g) {
+static void hold_units(cq_pool *p, struct cq__grant *g,
+                       const int32_t *devices) {
   for (unsigned i = 0; i < g->n_items; i++) {
-    item_res(p, g, i)->grants_total++;
-    g->it[i].u.hold.held = item_need(g, i);
+    struct cq__res *r = item_res(p, g, i);
+    r->grants_total++;
+    int64_t need = item_need(g, i);
+    if (g->it[i].mode == CQ__MODE_WHOLE)
+      need *= CQ_DEVICE_MILLI;
+    g->it[i].u.hold.held = need;
+    g->it[i].u.hold.dev = r->kind == CQ__RES_DEVICES ? devices[i] : -1;
   }
   cq__gstate_set(g, CQ__G_HELD);
 }
 
 bool cq__arrival_try(cq_pool *p, struct cq__grant *g) {
+  int32_t devices[CQ_REQ_MAX_ITEMS];
   for (unsigned i = 0; i < g->n_items; i++)
     if (!covered(p, g, i))
       return false;
-  if (!take_units(p, g))
+  if (!take_units(p, g, devices))
     return false;
-  hold_units(p, g);
+  hold_units(p, g, devices);
   return true;
 }
 
@@ -397,9 +427,10 @@ static void notify(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
   }
 }
 
-static void grant_waiter(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
+static void grant_waiter(cq_pool *p, struct cq__grant *g,
+                         const int32_t *devices, struct cq__ctx *ctx) {
   dequeue(p, g);
-  hold_units(p, g);
+  hold_units(p, g, devices);
   p->waited_grants++;
   g->status = 0;
   notify(p, g, ctx);
@@ -416,7 +447,10 @@ void cq__waiter_leave(cq_pool *p, struct cq__grant *g, int status,
 void cq__give_back(cq_pool *p, struct cq__grant *g, unsigned i,
                    int64_t amount) {
   struct cq__res *r = item_res(p, g, i);
-  budget_put(r, amount);
+  if (r->kind == CQ__RES_DEVICES)
+    cq__dev_put(r, g->it[i].mode, g->it[i].u.hold.dev, amount);
+  else
+    budget_put(r, amount);
   g->it[i].u.hold.held -= amount;
   if (r->blocked.count != 0)
     cq__res_mark_dirty(p, r, 0);
@@ -431,12 +465,23 @@ void cq__give_back(cq_pool *p, struct cq__grant *g, unsigned i,
  * position, that r now covers. Waiters passed over are not covered, and stay
  * so for the rest of this sweep unless r is marked again.
  */
-static struct cq__grant *next_candidate(struct cq__res *r) {
+static struct cq__grant *next_candidate(cq_pool *p, struct cq__res *r) {
   uint64_t from = r->walk_seq + 1;
   cq__rbnode *n = cq__rb_first(&r->blocked);
   /* Usually the walk starts at the oldest: no descent needed. */
   if (n != NULL && bnode_grant(n)->seq < from)
     n = cq__rb_lower_bound(&r->blocked, &from, blocked_key_cmp);
+  if (r->kind == CQ__RES_DEVICES) {
+    if (!cq__dev_any_free(r))
+      return NULL;
+    for (; n != NULL; n = cq__rb_next(n)) {
+      struct cq__grant *w = bnode_grant(n);
+      if (covered(p, w, w->blocker))
+        return w;
+      r->walk_seq = w->seq;
+    }
+    return NULL;
+  }
   if (budget_free(r) == 0)
     return NULL;
   const struct cq__gitem *c = claimant_item(r);
@@ -469,8 +514,9 @@ static void examine(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
   for (;;) {
     int first = claim_lacks(p, g);
     if (first < 0) {
-      if (take_units(p, g)) {
-        grant_waiter(p, g, ctx);
+      int32_t devices[CQ_REQ_MAX_ITEMS];
+      if (take_units(p, g, devices)) {
+        grant_waiter(p, g, devices, ctx);
         return;
       }
       continue;
@@ -492,7 +538,7 @@ void cq__sweep(cq_pool *p, struct cq__ctx *ctx) {
     struct cq__res **link = &p->dirty_head;
     while (*link != NULL) {
       struct cq__res *r = *link;
-      struct cq__grant *w = next_candidate(r);
+      struct cq__grant *w = next_candidate(p, r);
       if (w == NULL) {
         r->dirty = false;
         *link = r->dirty_next;

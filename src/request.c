@@ -11,6 +11,7 @@
 #include "cq_internal.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 int cq_req_init(cq_req *req, cq_pool *pool) {
@@ -60,7 +61,39 @@ static bool all_budgets(const struct cq__req *r) {
   return true;
 }
 
-int cq_req_add(cq_req *req, const char *resource, int64_t amount) {
+/* Format thousandths as a decimal without trailing zeros ("0.25", "2"). */
+static void fmt_milli(char *buf, size_t len, int64_t milli) {
+  int64_t whole = milli / CQ_DEVICE_MILLI, frac = milli % CQ_DEVICE_MILLI;
+  if (frac == 0) {
+    snprintf(buf, len, "%" PRId64, whole);
+    return;
+  }
+  int digits = 3;
+  while (frac % 10 == 0) {
+    frac /= 10;
+    digits--;
+  }
+  snprintf(buf, len, "%" PRId64 ".%0*" PRId64, whole, digits, frac);
+}
+
+/* The item's amount as a request spec would write it: "db:12", "gpu:0.5". */
+static void fmt_item(char *buf, size_t len, const struct cq__ritem *it) {
+  char amount[32];
+  if (it->mode == CQ__MODE_FRACTION)
+    fmt_milli(amount, sizeof(amount), it->amount);
+  else
+    snprintf(amount, sizeof(amount), "%" PRId64, it->amount);
+  snprintf(buf, len, "%s:%s", it->res->name, amount);
+}
+
+/* Whether `mode` is an amount the resource's kind can be asked for. */
+static bool mode_fits_kind(uint8_t mode, uint8_t kind) {
+  return kind == CQ__RES_DEVICES ? mode != CQ__MODE_UNITS
+                                 : mode == CQ__MODE_UNITS;
+}
+
+static int add_item(cq_req *req, const char *resource, int64_t amount,
+                    uint8_t mode) {
   if (!req_ok(req) || resource == NULL)
     return CQ_EINVAL;
   struct cq__req *r = cq__req_of(req);
@@ -75,6 +108,15 @@ int cq_req_add(cq_req *req, const char *resource, int64_t amount) {
     rc = CQ_ENOENT;
     goto out;
   }
+  if (!mode_fits_kind(mode, res->kind)) {
+    cq__msgf(r->msg,
+             res->kind == CQ__RES_DEVICES
+                 ? "%s is a device pool: ask a fraction or whole devices"
+                 : "%s is not a device pool: ask units",
+             res->name);
+    rc = CQ_EINVAL;
+    goto out;
+  }
   for (uint32_t i = 0; i < r->n_items; i++) {
     if (r->items[i].res == res) {
       cq__msgf(r->msg, "request already names %s", res->name);
@@ -82,9 +124,14 @@ int cq_req_add(cq_req *req, const char *resource, int64_t amount) {
       goto out;
     }
   }
-  if (amount <= 0) {
-    cq__msgf(r->msg, "request asks %s:%" PRId64 " but amounts must be positive",
-             res->name, amount);
+  struct cq__ritem it = {res, amount, mode};
+  char what[CQ_NAME_MAX + 40];
+  fmt_item(what, sizeof(what), &it);
+  if (amount <= 0 || (mode == CQ__MODE_FRACTION && amount > CQ_DEVICE_MILLI)) {
+    cq__msgf(r->msg, "request asks %s but %s", what,
+             mode == CQ__MODE_FRACTION
+                 ? "a fraction must be above 0 and at most 1"
+                 : "amounts must be positive");
     rc = CQ_ERANGE;
     goto out;
   }
@@ -93,7 +140,6 @@ int cq_req_add(cq_req *req, const char *resource, int64_t amount) {
     rc = CQ_ETOOMANY;
     goto out;
   }
-  struct cq__ritem it = {res, amount};
   rc = cq__req_validate_item(p, &it, r->msg);
   if (rc == 0) {
     insert_item(r, &it);
@@ -105,12 +151,89 @@ out:
   return rc;
 }
 
+int cq_req_add(cq_req *req, const char *resource, int64_t amount) {
+  return add_item(req, resource, amount, CQ__MODE_UNITS);
+}
+
+int cq_req_add_fraction(cq_req *req, const char *resource, int64_t milli) {
+  return add_item(req, resource, milli, CQ__MODE_FRACTION);
+}
+
+int cq_req_add_devices(cq_req *req, const char *resource, int64_t count) {
+  return add_item(req, resource, count, CQ__MODE_WHOLE);
+}
+
+/* Parse a budget amount: decimal digits only, at most CQ_BUDGET_MAX. */
+static int parse_units(const char *text, int64_t *out) {
+  int64_t v = 0;
+  const char *c = text;
+  if (*c == '\0')
+    return CQ_EPARSE;
+  for (; *c >= '0' && *c <= '9'; c++) {
+    v = v * 10 + (*c - '0');
+    if (v > CQ_BUDGET_MAX)
+      return CQ_ERANGE;
+  }
+  if (*c != '\0')
+    return c == text && *c == '-' ? CQ_ERANGE : CQ_EPARSE;
+  *out = v;
+  return 0;
+}
+
+int cq_req_add_str(cq_req *req, const char *resource, const char *amount) {
+  if (!req_ok(req) || resource == NULL || amount == NULL)
+    return CQ_EINVAL;
+  struct cq__req *r = cq__req_of(req);
+  cq__mutex_lock(&r->pool->lock);
+  struct cq__res *res = cq__res_find(r->pool, resource);
+  bool devices = res != NULL && res->kind == CQ__RES_DEVICES;
+  cq__mutex_unlock(&r->pool->lock);
+
+  int64_t v = 0;
+  int rc =
+      devices ? cq_device_amount_parse(amount, &v) : parse_units(amount, &v);
+  if (rc != 0) {
+    cq__msgf(r->msg, "request asks %.*s:%.32s: %s", CQ_NAME_MAX, resource,
+             amount,
+             rc == CQ_EPARSE ? "not a number"
+             : devices       ? "a device amount is above 0, in thousandths"
+                             : "out of range");
+    return rc;
+  }
+  if (!devices)
+    return cq_req_add(req, resource, v);
+  if (v <= CQ_DEVICE_MILLI && v % CQ_DEVICE_MILLI != 0)
+    return cq_req_add_fraction(req, resource, v);
+  if (v % CQ_DEVICE_MILLI != 0) {
+    cq__msgf(r->msg,
+             "request asks %.*s:%.32s, which is not a valid amount of a device "
+             "pool: a fraction up to 1, or whole devices",
+             CQ_NAME_MAX, resource, amount);
+    return CQ_ERANGE;
+  }
+  return cq_req_add_devices(req, resource, v / CQ_DEVICE_MILLI);
+}
+
 int cq__req_validate_item(cq_pool *p, const struct cq__ritem *it, char *msg) {
   (void)p;
   const struct cq__res *res = it->res;
   if (atomic_load_explicit(&res->word, memory_order_relaxed) & CQ__W_REMOVED) {
     cq__msgf(msg, "request names %s, which was removed", res->name);
     return CQ_ENOENT;
+  }
+  if (res->kind == CQ__RES_DEVICES) {
+    if (it->mode == CQ__MODE_WHOLE && it->amount > (int64_t)res->n_online) {
+      cq__msgf(msg, "request asks %" PRId64 " devices of %s but it has %u",
+               it->amount, res->name, res->n_online);
+      return CQ_ENEVER;
+    }
+    if (it->mode == CQ__MODE_FRACTION && res->n_online == 0) {
+      char what[CQ_NAME_MAX + 40];
+      fmt_item(what, sizeof(what), it);
+      cq__msgf(msg, "request asks %s but %s has no device", what, res->name);
+      return CQ_ENEVER;
+    }
+    return 0;
   }
   int64_t cap = cq__res_capacity(res);
   if (it->amount > cap) {

@@ -71,7 +71,11 @@ int cq__res_add(cq_pool *p, const char *name, enum cq__res_kind kind,
   return 0;
 }
 
-void cq__res_free(cq_pool *p, struct cq__res *r) { cq__free(p, r); }
+void cq__res_free(cq_pool *p, struct cq__res *r) {
+  if (r != NULL)
+    cq__free(p, r->devs);
+  cq__free(p, r);
+}
 
 void cq__res_harvest(struct cq__res *r) {
   uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);

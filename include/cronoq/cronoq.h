@@ -5,9 +5,10 @@
  * it does, who owns what, whether it is thread-safe, may block, or may be
  * called from a grant callback, and which error codes it returns.
  *
- * The model in one paragraph: a *pool* holds named resources (integer
- * *budgets* for now). A *request* names several resources and an amount of
- * each; it is built once and reused. Acquiring a request fills a
+ * The model in one paragraph: a *pool* holds named resources: integer
+ * *budgets* and *device pools* (N devices, each shared in exact fractions or
+ * taken whole). A *request* names several resources and an amount of each;
+ * it is built once and reused. Acquiring a request fills a
  * caller-owned *grant* with all the units at once, or with none. A request
  * that does not fit waits in the pool's FIFO-with-reservation queue (the
  * README states the rule precisely). Releasing the grant returns every unit,
@@ -76,13 +77,14 @@ CQ_EXPORT const char *cq_version_string(void);
   XX(EPOOL, -12, "grant or request belongs to another pool")                   \
   XX(ERANGE, -13, "value out of range")                                        \
   XX(ETOOMANY, -14, "too many items")                                          \
-  XX(ESYS, -15, "system call failed")
+  XX(ESYS, -15, "system call failed")                                          \
+  XX(EPARSE, -16, "text could not be parsed")
 
 enum cq_errno {
 #define CQ_ERRNO_ENUM_(name, value, msg) CQ_##name = (value),
   CQ_ERRNO_MAP(CQ_ERRNO_ENUM_)
 #undef CQ_ERRNO_ENUM_
-      CQ_ERRNO_MIN_ = -15
+      CQ_ERRNO_MIN_ = -16
 };
 
 /* A message for an error code; a fixed string for unknown codes. Thread-safe.
@@ -244,6 +246,120 @@ CQ_EXPORT int cq_budget_stats_get(cq_pool *pool, const char *name,
                                   cq_budget_stats *out);
 
 /* ------------------------------------------------------------------------ */
+/* Device pools                                                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A device pool is a named set of N devices (GPUs, accelerators). Each device
+ * has a capacity of exactly one device, counted in thousandths: a request
+ * asks either a fraction f of one device (1..CQ_DEVICE_MILLI thousandths,
+ * never spanning two devices) or n whole devices. Admission is decided per
+ * device, never on the sum. Device pools come first in the resource order.
+ */
+#define CQ_DEVICE_MILLI 1000
+
+/* Most devices in one pool, and the longest device id (bytes, no NUL). */
+#define CQ_DEVICES_MAX 65536
+#define CQ_DEVICE_ID_MAX 95
+
+/*
+ * Add a device pool of `count` devices (0 allowed: every request on it then
+ * fails as never satisfiable). `ids` gives each device's physical id or UUID,
+ * as CUDA_VISIBLE_DEVICES should name it (e.g. "0", "GPU-8e0c..."); NULL
+ * names them "0".."count-1". The ids are copied. Thread-safe.
+ * Returns 0, CQ_EINVAL (bad name, id empty, too long or with a comma or
+ * space), CQ_ERANGE (count above CQ_DEVICES_MAX), CQ_EEXIST or CQ_ENOMEM.
+ */
+CQ_EXPORT int cq_devices_add(cq_pool *pool, const char *name, size_t count,
+                             const char *const *ids);
+
+/*
+ * Parse a device amount for configuration and command lines: "0.25" is 250
+ * thousandths, "2" or "2.0" is 2000 (two whole devices). At most three
+ * decimals: a finer fraction is refused (CQ_ERANGE), never rounded to 0.
+ * Returns 0, CQ_EINVAL (NULL), CQ_EPARSE (not a decimal number) or
+ * CQ_ERANGE (zero, negative, finer than 1/1000, or too large).
+ */
+CQ_EXPORT int cq_device_amount_parse(const char *text, int64_t *milli);
+
+/* A consistent snapshot of a device pool as a whole. */
+typedef struct cq_devices_stats {
+  uint32_t devices;       /* devices in the pool */
+  uint32_t online;        /* of which take new work */
+  int64_t in_use_milli;   /* thousandths held, all devices */
+  int64_t withheld_milli; /* free thousandths on devices reserved for the
+                             pool's claimant */
+  uint64_t waiting;       /* waiting requests that ask for this pool */
+  uint64_t grants;        /* grants that included this pool, ever */
+} cq_devices_stats;
+
+CQ_EXPORT int cq_devices_stats_get(cq_pool *pool, const char *name,
+                                   cq_devices_stats *out);
+
+/* A snapshot of one device. */
+typedef struct cq_device_stats {
+  char id[CQ_DEVICE_ID_MAX + 1]; /* physical id or UUID */
+  uint32_t index;                /* position in the pool, 0-based */
+  int online;                    /* takes new work */
+  int whole;                     /* held whole by one grant */
+  int reserved;                  /* reserved for the pool's claimant */
+  int64_t used_milli;            /* thousandths held */
+  int64_t peak_milli;            /* highest used_milli seen */
+  uint64_t grants;               /* grants placed on this device, ever */
+} cq_device_stats;
+
+/* Fill *out for device `index` of pool `name`. Thread-safe.
+ * Returns 0, CQ_EINVAL or CQ_ENOENT (no such pool or device). */
+CQ_EXPORT int cq_device_stats_get(cq_pool *pool, const char *name,
+                                  uint32_t index, cq_device_stats *out);
+
+/* ------------------------------------------------------------------------ */
+/* GPU detection                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Options of cq_gpu_detect(); zero means default. */
+typedef struct cq_detect_opts {
+  /* The command to run as `<nvidia_smi> -L`. NULL: $CRONOQ_NVIDIA_SMI if
+   * set, else "nvidia-smi" (looked up in PATH). */
+  const char *nvidia_smi;
+  int64_t timeout_ms;        /* for the command; 0: 5000 */
+  const cq_allocator *alloc; /* NULL: malloc/realloc/free */
+} cq_detect_opts;
+
+#define CQ_DETECT_OPTS_INIT                                                    \
+  { NULL, 0, NULL }
+
+/* What detection found: `count` device ids, and where they came from. */
+typedef struct cq_gpu_list {
+  size_t count;
+  char **ids;          /* count ids, owned by the list */
+  const char *source;  /* "CRONOQ_NUM_GPUS", "CUDA_VISIBLE_DEVICES",
+                          "nvidia-smi" or "none" */
+  char error[160];     /* why detection failed, naming the variable or the
+                          command and the offending text */
+  cq_allocator alloc_; /* private */
+  size_t cap_;         /* private */
+} cq_gpu_list;
+
+/*
+ * Find this machine's GPUs, first match wins:
+ * 1. CRONOQ_NUM_GPUS, an explicit count: ids "0".."n-1";
+ * 2. CUDA_VISIBLE_DEVICES: its comma-separated entries, indices or UUIDs,
+ *    become the ids (whitespace around entries is ignored; an empty value
+ *    means no GPUs);
+ * 3. the output of `nvidia-smi -L`, run with a timeout: the GPUs' UUIDs
+ *    (or their indices where a line has no UUID).
+ * No GPU found is a list of 0. A missing, failing or hung nvidia-smi means no
+ * GPUs, not an error. Free the list with cq_gpu_list_free() in every case.
+ * Returns 0, CQ_EPARSE (an unparsable variable or output; see out->error),
+ * CQ_EINVAL or CQ_ENOMEM.
+ */
+CQ_EXPORT int cq_gpu_detect(cq_gpu_list *out, const cq_detect_opts *opts);
+
+/* Free what cq_gpu_detect() allocated; the list becomes empty. */
+CQ_EXPORT void cq_gpu_list_free(cq_gpu_list *list);
+
+/* ------------------------------------------------------------------------ */
 /* Requests                                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -259,7 +375,7 @@ CQ_EXPORT int cq_budget_stats_get(cq_pool *pool, const char *name,
  */
 typedef struct cq_req {
   void *data; /* for the caller */
-  uint64_t cq_private[64];
+  uint64_t cq_private[80];
 } cq_req;
 
 /*
@@ -280,6 +396,33 @@ CQ_EXPORT int cq_req_init(cq_req *req, cq_pool *pool);
  * CQ_EEXIST (the request already names it) or CQ_ETOOMANY.
  */
 CQ_EXPORT int cq_req_add(cq_req *req, const char *resource, int64_t amount);
+
+/*
+ * Add a fraction of one device of pool `resource`: `milli` thousandths,
+ * 1..CQ_DEVICE_MILLI. The grant holds it on one device, chosen best-fit.
+ * Returns as cq_req_add(); CQ_ERANGE for a fraction out of range, CQ_ENEVER
+ * when the pool has no device online.
+ */
+CQ_EXPORT int cq_req_add_fraction(cq_req *req, const char *resource,
+                                  int64_t milli);
+
+/*
+ * Add `count` whole devices of pool `resource`, all or nothing: nothing is
+ * held while the request waits. Returns as cq_req_add(); CQ_ENEVER when the
+ * pool has fewer devices online (`request asks 3 devices of gpu but it has
+ * 2`).
+ */
+CQ_EXPORT int cq_req_add_devices(cq_req *req, const char *resource,
+                                 int64_t count);
+
+/*
+ * Add an amount given as text, for configuration and command lines: units
+ * of a budget ("10"), or for a device pool a fraction ("0.5") or whole
+ * devices ("2"); "1.5" is not a valid amount of a device pool. Returns as
+ * the calls above, or CQ_EPARSE.
+ */
+CQ_EXPORT int cq_req_add_str(cq_req *req, const char *resource,
+                             const char *amount);
 
 /* Number of resources the request names. */
 CQ_EXPORT size_t cq_req_count(const cq_req *req);
@@ -382,7 +525,37 @@ CQ_EXPORT int cq_grant_release(cq_pool *pool, cq_grant *grant);
 CQ_EXPORT int cq_grant_release_part(cq_pool *pool, cq_grant *grant,
                                     const char *resource, int64_t amount);
 
-/* Units of `resource` the grant holds now; 0 if none or not held. */
+/*
+ * Return part of a held device grant early: `milli` thousandths on device
+ * `index` (a fraction grant's device), or a whole device (milli =
+ * CQ_DEVICE_MILLI) of a whole-device grant. Thread-safe.
+ * Returns 0, CQ_ESTATE, CQ_EPOOL, CQ_EINVAL, CQ_ENOENT (no such device, or
+ * the grant holds nothing there) or CQ_ERANGE (more than held, or part of a
+ * whole device).
+ */
+CQ_EXPORT int cq_grant_release_device(cq_pool *pool, cq_grant *grant,
+                                      const char *resource, uint32_t index,
+                                      int64_t milli);
+
+/*
+ * The devices a held grant has on pool `resource` (NULL: the first device
+ * pool it names): up to `cap` indices into `indices`, lowest first. Returns
+ * how many it holds (which may exceed `cap`), 0 if none.
+ */
+CQ_EXPORT size_t cq_grant_devices(const cq_grant *grant, const char *resource,
+                                  uint32_t *indices, size_t cap);
+
+/*
+ * Format the value of CUDA_VISIBLE_DEVICES for a held grant's devices on
+ * pool `resource` (NULL: the first device pool it names): their ids, comma
+ * separated, as the pool was created with. Returns 0, CQ_ENOENT (no devices
+ * held there), CQ_ERANGE (buffer too small; it holds "") or CQ_EINVAL.
+ */
+CQ_EXPORT int cq_grant_cuda_visible(const cq_grant *grant, const char *resource,
+                                    char *buf, size_t len);
+
+/* Units of `resource` the grant holds now (thousandths for a device pool);
+ * 0 if none or not held. */
 CQ_EXPORT int64_t cq_grant_held(const cq_grant *grant, const char *resource);
 
 /* Whether the grant holds units now (1) or not (0). */
