@@ -295,8 +295,17 @@ struct cq__gitem {
   uint8_t mode;        /* enum cq__mode, copied from the request */
 };
 
+/*
+ * A blocked thread waits on its own mutex and condition variable, not on
+ * the pool's lock: whoever decides its outcome (under the pool lock) sets
+ * `done` and signals under `lock`, and the woken thread returns without
+ * waiting for the pool lock. The thread frees these only after it saw
+ * `done` under `lock`, so the signaller has let go of them by then.
+ */
 struct cq__waitsync {
+  pthread_mutex_t lock;
   pthread_cond_t cond;
+  bool done;
 };
 
 /*

@@ -157,27 +157,46 @@ int cq_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
   }
 
   struct cq__waitsync sync;
+  sync.done = false;
   if (pthread_cond_init(&sync.cond, &pool->condattr) != 0) {
     rc = CQ_ESYS;
     goto out;
   }
-  bool self_timed = !(pool->flags & CQ_POOL_MANUAL_TIMERS);
+  if (cq__mutex_init(&sync.lock) != 0) {
+    (void)pthread_cond_destroy(&sync.cond);
+    rc = CQ_ESYS;
+    goto out;
+  }
+  bool self_timed =
+      !(pool->flags & CQ_POOL_MANUAL_TIMERS) && deadline_ms != CQ_NEVER;
   g->style = CQ__STYLE_BLOCKING;
   g->sync = &sync;
   g->deadline_ms = deadline_ms;
   cq__enqueue(pool, g, &ctx);
-  while (cq__gstate(g) == CQ__G_WAITING) {
-    cq__cond_wait(&sync.cond, &pool->lock, self_timed ? deadline_ms : CQ_NEVER);
-    if (cq__gstate(g) == CQ__G_WAITING && self_timed &&
-        deadline_ms != CQ_NEVER && cq_now() >= deadline_ms) {
+  cq__mutex_unlock(&pool->lock);
+
+  cq__mutex_lock(&sync.lock);
+  while (!sync.done) {
+    cq__cond_wait(&sync.cond, &sync.lock, self_timed ? deadline_ms : CQ_NEVER);
+    if (sync.done || !self_timed || cq_now() < deadline_ms)
+      continue;
+    /* Our deadline passed: leave, unless someone decided meanwhile. The
+     * pool lock comes first, so let go of ours while taking it. */
+    cq__mutex_unlock(&sync.lock);
+    cq__mutex_lock(&pool->lock);
+    if (cq__gstate(g) == CQ__G_WAITING) {
       cq__waiter_leave(pool, g, CQ_ETIMEDOUT, &ctx);
       cq__sweep(pool, &ctx);
     }
+    cq__mutex_unlock(&pool->lock);
+    cq__mutex_lock(&sync.lock);
   }
+  cq__mutex_unlock(&sync.lock);
+  /* `done` was set under sync.lock after the outcome was written. */
   rc = cq__gstate(g) == CQ__G_HELD ? 0 : g->status;
   g->sync = NULL;
-  cq__mutex_unlock(&pool->lock);
   (void)pthread_cond_destroy(&sync.cond);
+  cq__mutex_destroy(&sync.lock);
   cq__ctx_finish(&ctx);
   return rc;
 

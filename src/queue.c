@@ -418,8 +418,12 @@ static void dequeue(cq_pool *p, struct cq__grant *g) {
 /* Tell a waiter its attempt is over: wake its thread or queue its callback. */
 static void notify(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
   if (g->style == CQ__STYLE_BLOCKING) {
+    struct cq__waitsync *w = g->sync;
     p->wakeups++;
-    (void)pthread_cond_signal(&g->sync->cond);
+    cq__mutex_lock(&w->lock);
+    w->done = true;
+    (void)pthread_cond_signal(&w->cond);
+    cq__mutex_unlock(&w->lock);
   } else {
     g->ready_next = NULL;
     *ctx->ready_tail = g;
