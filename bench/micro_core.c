@@ -55,8 +55,8 @@ static double rep_try_release(void *arg) {
       return -1;
   }
   int64_t t1 = cqb_now_ns();
-  cq_budget_stats st;
-  if (cq_budget_stats_get(u->pool, "b0", &st) != 0 || st.in_use != 0)
+  cq_resource_stats st;
+  if (cq_resource_stats_get(u->pool, "b0", &st) != 0 || st.in_use != 0)
     return -1;
   return (double)(t1 - t0) / (double)u->ops;
 }

@@ -63,9 +63,9 @@ static void devpool_setup(struct devpool *d, uint32_t n, long ops) {
     must(cq_req_add_fraction(&r, "gpu", 50 + (int64_t)(x % 901)), "fill");
     if (cq_grant_try(d->pool, &d->fill[d->n_fill], &r) == 0)
       d->n_fill++;
-    cq_devices_stats st;
-    must(cq_devices_stats_get(d->pool, "gpu", &st), "stats");
-    if (st.in_use_milli >= (int64_t)n * 600)
+    cq_resource_stats st;
+    must(cq_resource_stats_get(d->pool, "gpu", &st), "stats");
+    if (st.in_use >= (int64_t)n * 600)
       break;
   }
 }
@@ -80,8 +80,8 @@ static void devpool_teardown(struct devpool *d) {
 static double rep_try_release(struct devpool *d, const cq_req *req) {
   cq_grant g;
   cq_grant_init(&g);
-  cq_devices_stats before, after;
-  must(cq_devices_stats_get(d->pool, "gpu", &before), "stats");
+  cq_resource_stats before, after;
+  must(cq_resource_stats_get(d->pool, "gpu", &before), "stats");
   int64_t t0 = cqb_now_ns();
   for (long i = 0; i < d->ops; i++) {
     if (cq_grant_try(d->pool, &g, req) != 0 ||
@@ -89,8 +89,8 @@ static double rep_try_release(struct devpool *d, const cq_req *req) {
       return -1;
   }
   int64_t t1 = cqb_now_ns();
-  must(cq_devices_stats_get(d->pool, "gpu", &after), "stats");
-  if (after.in_use_milli != before.in_use_milli)
+  must(cq_resource_stats_get(d->pool, "gpu", &after), "stats");
+  if (after.in_use != before.in_use)
     return -1;
   return (double)(t1 - t0) / (double)d->ops;
 }

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #define CQ__CONTAINER_OF(ptr, type, field)                                     \
   ((type *)(void *)((char *)(ptr)-offsetof(type, field)))
@@ -95,7 +96,11 @@ void cq__cond_wait(pthread_cond_t *c, cq__mutex *m, int64_t deadline_ms);
 /* Resources (resource.c)                                                    */
 /* ------------------------------------------------------------------------ */
 
-enum cq__res_kind { CQ__RES_BUDGET = 1, CQ__RES_DEVICES = 2 };
+enum cq__res_kind {
+  CQ__RES_BUDGET = CQ_KIND_BUDGET,
+  CQ__RES_DEVICES = CQ_KIND_DEVICES,
+  CQ__RES_CLASS = CQ_KIND_CLASS /* a budget of workers, one per grant */
+};
 
 /*
  * A budget's usage word, updated with single atomic operations so that
@@ -123,6 +128,22 @@ static inline int64_t cq__w_used(uint64_t w) {
 static inline uint64_t cq__w_count(uint64_t w) {
   return (w & CQ__W_COUNT_MASK) >> CQ__W_COUNT_SHIFT;
 }
+
+/*
+ * A histogram of waiting times in milliseconds: exact below 8, then eight
+ * buckets per power of two, so any value is known within 1/8.
+ */
+#define CQ__HIST_BUCKETS (8 + 8 * 42)
+struct cq__hist {
+  uint64_t count;
+  int64_t max;
+  int64_t sum;
+  uint64_t buckets[CQ__HIST_BUCKETS];
+};
+
+void cq__hist_add(struct cq__hist *h, int64_t value);
+/* The q-quantile (0 < q <= 1) of the histogram plus `zeros` more zeros. */
+int64_t cq__hist_quantile(const struct cq__hist *h, uint64_t zeros, double q);
 
 /*
  * Resource order: device pools, then the others, each group in the order
@@ -166,12 +187,16 @@ struct cq__res {
   uint32_t uid;  /* unique for the pool's lifetime */
   uint16_t slot; /* index in the pool's table */
   uint8_t kind;  /* enum cq__res_kind */
+  uint8_t flags; /* enum cq_budget_flags; fixed when added */
 
   _Atomic uint64_t word;    /* budgets: see CQ__W_* */
   _Atomic int64_t capacity; /* changed only under the lock */
   _Atomic int64_t peak;     /* highest use seen */
   uint64_t grants_total;    /* grants counted under the lock */
   uint64_t n_waiting;       /* waiters whose request names this resource */
+  uint64_t timeouts;        /* waiters naming it that timed out */
+  uint64_t cancels;         /* waiters naming it that were cancelled */
+  struct cq__hist wait;     /* waiting times of the grants that waited */
 
   /* Claims: item nodes of waiters that claimed this resource, by arrival.
    * The first is the claimant; what is free is withheld for it. Non-empty
@@ -179,6 +204,8 @@ struct cq__res {
   cq__rbtree claims;
   /* Waiters whose blocker is this resource, by arrival (queue.c). */
   cq__rbtree blocked;
+
+  struct cq__res *grave_next; /* removed resources, kept until destroy */
 
   /* Sweep bookkeeping (queue.c). */
   struct cq__res *dirty_next;
@@ -202,6 +229,13 @@ static inline int64_t cq__res_capacity(const struct cq__res *r) {
   return atomic_load_explicit(&r->capacity, memory_order_relaxed);
 }
 
+/* What `amount` of budget-like resource r takes: all of it for a lone
+ * request larger than the capacity, else the amount. */
+static inline int64_t cq__need_at(const struct cq__res *r, int64_t amount,
+                                  int64_t capacity) {
+  return (r->flags & CQ_BUDGET_LONE) && amount > capacity ? capacity : amount;
+}
+
 /* Raise the peak to at least `used`. */
 static inline void cq__peak_raise(struct cq__res *r, int64_t used) {
   int64_t peak = atomic_load_explicit(&r->peak, memory_order_relaxed);
@@ -210,6 +244,10 @@ static inline void cq__peak_raise(struct cq__res *r, int64_t used) {
                             memory_order_relaxed)) {
   }
 }
+
+/* Snapshots (stats.c, device.c). Lock held. */
+void cq__res_snapshot(struct cq__res *r, cq_resource_stats *out);
+void cq__dev_snapshot(struct cq__res *r, uint32_t index, cq_device_stats *out);
 
 /* Move lock-free grant counts into grants_total. Lock held. */
 void cq__res_harvest(struct cq__res *r);
@@ -257,6 +295,10 @@ struct cq__req {
   struct cq__ritem items[CQ_REQ_MAX_ITEMS]; /* sorted by resource rank */
   char msg[CQ__MSG_MAX];
 };
+
+/* An item as a request spec writes it: "db:12", "gpu:0.5" (fractions),
+ * "gpu:2" (whole devices). */
+void cq__item_text(char *buf, size_t len, const struct cq__ritem *it);
 
 static inline struct cq__req *cq__req_of(cq_req *r) {
   return (struct cq__req *)(void *)r->cq_private;
@@ -333,7 +375,8 @@ struct cq__grant {
   struct cq__grant *ready_next; /* callback dispatch list */
   struct cq__waitsync *sync;    /* blocking waiter's condition variable */
   int64_t deadline_ms;
-  cq__rbnode dnode; /* waiting with a finite deadline: pool deadline tree */
+  int64_t t_enqueue; /* when it started waiting, on the pool's clock */
+  cq__rbnode dnode;  /* waiting with a finite deadline: pool deadline tree */
   char msg[CQ__MSG_MAX];
 };
 
@@ -359,17 +402,26 @@ static inline const struct cq__ritem *cq__item_ask(const struct cq__gitem *it) {
 
 /* Work collected under the lock and finished after unlocking. */
 struct cq__ctx {
+  cq_pool *pool;
   struct cq__grant *ready_head; /* callbacks to run, in order */
   struct cq__grant **ready_tail;
 };
 
-static inline void cq__ctx_init(struct cq__ctx *c) {
+static inline void cq__ctx_init(struct cq__ctx *c, cq_pool *p) {
+  c->pool = p;
   c->ready_head = NULL;
   c->ready_tail = &c->ready_head;
 }
 
-/* Run the callbacks collected in `c`. No lock held. */
+/* Deliver the pool's pending events, then run the callbacks collected in
+ * `c`. No lock held. */
 void cq__ctx_finish(struct cq__ctx *c);
+
+/* Events (event.c). Record one, lock held; deliver pending ones, no lock
+ * held. */
+void cq__event(cq_pool *p, cq_event_type type, const struct cq__grant *g,
+               const struct cq__res *r, int64_t wait_ms);
+void cq__events_deliver(cq_pool *p);
 
 /* device.c: device pools, all with the pool lock held. `excl` is the item
  * of the pool's claimant when its reservation applies to the asker, else
@@ -384,6 +436,13 @@ int32_t cq__dev_take(struct cq__res *r, uint8_t mode, int64_t amount,
 void cq__dev_put(struct cq__res *r, uint8_t mode, int32_t dev, int64_t amount);
 /* Give back one whole device of the chain of item `it`. */
 void cq__dev_put_one(struct cq__res *r, struct cq__gitem *it, uint32_t index);
+/* How many copies of (mode, amount) fit now, one after another, for a new
+ * request (reservations of the claimant apply). */
+int64_t cq__dev_copies(struct cq__res *r, uint8_t mode, int64_t amount);
+/* For a new job: free thousandths on unreserved devices, the largest
+ * fraction that fits one, and the entirely free unreserved devices. */
+void cq__dev_room(struct cq__res *r, int64_t *units, int64_t *largest,
+                  uint32_t *whole);
 /* Whether some online device has free capacity. */
 bool cq__dev_any_free(const struct cq__res *r);
 /* Free thousandths on the devices reserved for claimant item c. */
@@ -395,6 +454,13 @@ uint64_t cq__dev_reserve(struct cq__res *r, const struct cq__gitem *c);
  * `out` (whose allocator must be set) and fill out->error on CQ_EPARSE. */
 int cq__parse_cuda_visible(const char *text, cq_gpu_list *out);
 int cq__parse_nvidia_smi(const char *text, cq_gpu_list *out);
+
+/* spec.c: the spec parsers with an explicit length, so that fuzzers can feed
+ * any bytes, NUL included. */
+int cq__pool_add_spec_n(cq_pool *pool, const char *spec, size_t len,
+                        const cq_detect_opts *detect, char *err,
+                        size_t err_len);
+int cq__req_parse_n(cq_req *req, const char *spec, size_t len);
 
 /* queue.c: the waiting policy. All with the pool lock held. */
 
@@ -427,11 +493,16 @@ void cq__waiter_leave(cq_pool *p, struct cq__grant *g, int status,
 void cq__give_back(cq_pool *p, struct cq__grant *g, unsigned i, int64_t amount);
 /* Mark every contended resource of g dirty (after a lock-free release). */
 void cq__mark_contended_dirty(cq_pool *p, struct cq__grant *g);
+/* Fail every waiter that can no longer ever fit (a capacity shrank, a
+ * device went offline, a resource was removed) with CQ_ENEVER. */
+void cq__fail_unsatisfiable(cq_pool *p, struct cq__ctx *ctx);
 /* Examine waiters that may now fit, oldest first, until none can. */
 void cq__sweep(cq_pool *p, struct cq__ctx *ctx);
 /* Mark a resource as freed: its blocked waiters are examined by the next
  * sweep. */
 void cq__res_mark_dirty(cq_pool *p, struct cq__res *r, uint64_t from_seq);
+/* Units of budget-like r open to a new request: free minus withheld. */
+int64_t cq__budget_open(const struct cq__res *r);
 /* Units of budget r withheld for its claimant when `used` are in use. */
 int64_t cq__budget_withheld(const struct cq__res *r, int64_t used);
 
@@ -448,6 +519,9 @@ struct cq_pool {
   void *data;
   _Atomic bool closed;
 
+  /* Removed resources: requests may still point at them. */
+  struct cq__res *graveyard;
+
   /* Resource table: slots may be NULL after a removal. */
   struct cq__res **res;
   uint32_t n_slots;
@@ -458,8 +532,16 @@ struct cq_pool {
   struct cq__grant *queue_head; /* every waiter, oldest first */
   struct cq__grant *queue_tail;
   uint64_t n_waiters;
-  uint64_t waited_grants; /* grants to requests that had waited */
-  uint64_t wakeups;       /* blocked threads signalled */
+  uint64_t waited_grants;  /* grants to requests that had waited */
+  uint64_t wakeups;        /* blocked threads signalled */
+  uint64_t events_dropped; /* events the hook fell behind for */
+
+  /* Event hook and its ring of undelivered events (event.c). */
+  cq_event_fn on_event;
+  void *event_arg;
+  cq_event *events;
+  uint32_t ev_cap, ev_head, ev_count;
+  bool ev_delivering;
 
   struct cq__res *dirty_head; /* resources freed since the last sweep */
 
@@ -485,6 +567,24 @@ static inline uint8_t cq__gstate(const struct cq__grant *g) {
 }
 static inline void cq__gstate_set(struct cq__grant *g, uint8_t s) {
   atomic_store_explicit(&g->state, s, memory_order_relaxed);
+}
+
+/* malloc, realloc and free as a cq_allocator: the default everywhere. */
+static inline void *cq__sys_alloc(size_t size, void *arg) {
+  (void)arg;
+  return malloc(size);
+}
+static inline void *cq__sys_realloc(void *ptr, size_t size, void *arg) {
+  (void)arg;
+  return realloc(ptr, size);
+}
+static inline void cq__sys_free(void *ptr, void *arg) {
+  (void)arg;
+  free(ptr);
+}
+static inline cq_allocator cq__sys_allocator(void) {
+  cq_allocator a = {cq__sys_alloc, cq__sys_realloc, cq__sys_free, NULL};
+  return a;
 }
 
 void *cq__alloc(const cq_pool *p, size_t size);

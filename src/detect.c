@@ -30,21 +30,6 @@ static void *list_alloc(cq_gpu_list *l, size_t size) {
   return l->alloc_.alloc(size, l->alloc_.arg);
 }
 
-static void *sys_alloc(size_t size, void *arg) {
-  (void)arg;
-  return malloc(size);
-}
-
-static void *sys_realloc(void *ptr, size_t size, void *arg) {
-  (void)arg;
-  return realloc(ptr, size);
-}
-
-static void sys_free(void *ptr, void *arg) {
-  (void)arg;
-  free(ptr);
-}
-
 /* Append an id of `len` bytes; CQ_ENOMEM or 0. */
 static int list_push(cq_gpu_list *l, const char *id, size_t len) {
   if (l->count == l->cap_) {
@@ -369,7 +354,7 @@ int cq_gpu_detect(cq_gpu_list *out, const cq_detect_opts *opts) {
       return CQ_EINVAL;
     out->alloc_ = *opts->alloc;
   } else {
-    out->alloc_ = (cq_allocator){sys_alloc, sys_realloc, sys_free, NULL};
+    out->alloc_ = cq__sys_allocator();
   }
 
   int rc;

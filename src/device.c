@@ -70,12 +70,19 @@ static void dev_use(struct cq__res *r, struct cq__dev *d, int64_t delta) {
     d->peak = d->used;
   if (d->online)
     cq__rb_insert(&r->by_free, &d->node, dev_cmp);
-  atomic_fetch_add_explicit(&r->word, (uint64_t)delta, memory_order_relaxed);
+  uint64_t w = atomic_fetch_add_explicit(&r->word, (uint64_t)delta,
+                                         memory_order_relaxed);
+  cq__peak_raise(r, cq__w_used(w) + delta);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Reservation                                                               */
 /* ------------------------------------------------------------------------ */
+
+static const struct cq__gitem *pool_claimant(const struct cq__res *r) {
+  cq__rbnode *n = cq__rb_first(&r->claims);
+  return n != NULL ? CQ__CONTAINER_OF(n, struct cq__gitem, u.claim) : NULL;
+}
 
 uint64_t cq__dev_reserve(struct cq__res *r, const struct cq__gitem *c) {
   const struct cq__ritem *ask = cq__item_ask(c);
@@ -201,6 +208,48 @@ void cq__dev_put_one(struct cq__res *r, struct cq__gitem *it, uint32_t index) {
   it->u.hold.held -= CQ_DEVICE_MILLI;
 }
 
+/* Stamp the reservation that applies to a new request; 0 if none. */
+static uint64_t newcomer_stamp(struct cq__res *r) {
+  const struct cq__gitem *c = pool_claimant(r);
+  return c != NULL ? cq__dev_reserve(r, c) : 0;
+}
+
+int64_t cq__dev_copies(struct cq__res *r, uint8_t mode, int64_t amount) {
+  uint64_t stamp = newcomer_stamp(r);
+  int64_t copies = 0;
+  if (mode == CQ__MODE_FRACTION) {
+    /* Fractions never span devices: each device hosts free / f copies. */
+    for (cq__rbnode *n = first_with(r, amount); n != NULL; n = cq__rb_next(n))
+      if (stamp == 0 || node_dev(n)->mark != stamp)
+        copies += cq__dev_free(node_dev(n)) / amount;
+    return copies;
+  }
+  for (cq__rbnode *n = first_with(r, CQ_DEVICE_MILLI); n != NULL;
+       n = cq__rb_next(n))
+    if (stamp == 0 || node_dev(n)->mark != stamp)
+      copies++;
+  return copies / amount;
+}
+
+void cq__dev_room(struct cq__res *r, int64_t *units, int64_t *largest,
+                  uint32_t *whole) {
+  uint64_t stamp = newcomer_stamp(r);
+  *units = *largest = 0;
+  *whole = 0;
+  for (cq__rbnode *n = cq__rb_first(&r->by_free); n != NULL;
+       n = cq__rb_next(n)) {
+    struct cq__dev *d = node_dev(n);
+    if (stamp != 0 && d->mark == stamp)
+      continue;
+    int64_t free = cq__dev_free(d);
+    *units += free;
+    if (free > *largest)
+      *largest = free;
+    if (free == CQ_DEVICE_MILLI)
+      (*whole)++;
+  }
+}
+
 bool cq__dev_any_free(const struct cq__res *r) {
   cq__rbnode *last = cq__rb_last(&r->by_free);
   return last != NULL && cq__dev_free(node_dev(last)) > 0;
@@ -311,42 +360,7 @@ static struct cq__res *find_devices(cq_pool *p, const char *name) {
   return r != NULL && r->kind == CQ__RES_DEVICES ? r : NULL;
 }
 
-static const struct cq__gitem *pool_claimant(const struct cq__res *r) {
-  cq__rbnode *n = cq__rb_first(&r->claims);
-  return n != NULL ? CQ__CONTAINER_OF(n, struct cq__gitem, u.claim) : NULL;
-}
-
-int cq_devices_stats_get(cq_pool *pool, const char *name,
-                         cq_devices_stats *out) {
-  if (pool == NULL || name == NULL || out == NULL)
-    return CQ_EINVAL;
-  cq__mutex_lock(&pool->lock);
-  struct cq__res *r = find_devices(pool, name);
-  if (r == NULL) {
-    cq__mutex_unlock(&pool->lock);
-    return CQ_ENOENT;
-  }
-  const struct cq__gitem *c = pool_claimant(r);
-  out->devices = r->n_devs;
-  out->online = r->n_online;
-  out->in_use_milli = cq__res_used(r);
-  out->withheld_milli = c != NULL ? cq__dev_withheld(r, c) : 0;
-  out->waiting = r->n_waiting;
-  out->grants = cq__res_grants(r);
-  cq__mutex_unlock(&pool->lock);
-  return 0;
-}
-
-int cq_device_stats_get(cq_pool *pool, const char *name, uint32_t index,
-                        cq_device_stats *out) {
-  if (pool == NULL || name == NULL || out == NULL)
-    return CQ_EINVAL;
-  cq__mutex_lock(&pool->lock);
-  struct cq__res *r = find_devices(pool, name);
-  if (r == NULL || index >= r->n_devs) {
-    cq__mutex_unlock(&pool->lock);
-    return CQ_ENOENT;
-  }
+void cq__dev_snapshot(struct cq__res *r, uint32_t index, cq_device_stats *out) {
   const struct cq__dev *d = &r->devs[index];
   const struct cq__gitem *c = pool_claimant(r);
   uint64_t stamp = c != NULL ? cq__dev_reserve(r, c) : 0;
@@ -358,6 +372,52 @@ int cq_device_stats_get(cq_pool *pool, const char *name, uint32_t index,
   out->used_milli = d->used;
   out->peak_milli = d->peak;
   out->grants = d->grants;
+}
+
+int cq_device_stats_get(cq_pool *pool, const char *name, uint32_t index,
+                        cq_device_stats *out) {
+  if (pool == NULL || name == NULL || out == NULL)
+    return CQ_EINVAL;
+  cq__mutex_lock(&pool->lock);
+  struct cq__res *r = find_devices(pool, name);
+  if (r != NULL && index < r->n_devs)
+    cq__dev_snapshot(r, index, out);
   cq__mutex_unlock(&pool->lock);
+  return r != NULL && index < r->n_devs ? 0 : CQ_ENOENT;
+}
+
+int cq_device_set_online(cq_pool *pool, const char *name, uint32_t index,
+                         int online) {
+  if (pool == NULL || name == NULL)
+    return CQ_EINVAL;
+  struct cq__ctx ctx;
+  cq__ctx_init(&ctx, pool);
+  cq__mutex_lock(&pool->lock);
+  struct cq__res *r = find_devices(pool, name);
+  if (r == NULL || index >= r->n_devs) {
+    cq__mutex_unlock(&pool->lock);
+    return CQ_ENOENT;
+  }
+  struct cq__dev *d = &r->devs[index];
+  if (d->online != (online != 0)) {
+    d->online = online != 0;
+    if (d->online) {
+      cq__rb_insert(&r->by_free, &d->node, dev_cmp);
+      r->n_online++;
+    } else {
+      /* Holders keep it; it just takes no new work. */
+      cq__rb_remove(&r->by_free, &d->node);
+      r->n_online--;
+    }
+    atomic_store_explicit(&r->capacity, (int64_t)r->n_online * CQ_DEVICE_MILLI,
+                          memory_order_relaxed);
+    if (!d->online)
+      cq__fail_unsatisfiable(pool, &ctx);
+    if (r->blocked.count != 0)
+      cq__res_mark_dirty(pool, r, 0); /* reservations move */
+    cq__sweep(pool, &ctx);
+  }
+  cq__mutex_unlock(&pool->lock);
+  cq__ctx_finish(&ctx);
   return 0;
 }

@@ -26,6 +26,7 @@ static _Thread_local struct {
 } tl_dispatch;
 
 void cq__ctx_finish(struct cq__ctx *c) {
+  cq__events_deliver(c->pool);
   if (c->ready_head == NULL)
     return;
   if (tl_dispatch.tail == NULL)
@@ -93,7 +94,9 @@ static int attempt_begin(cq_pool *pool, cq_grant *grant, const cq_req *req,
     return rc;
   *out = g;
   int taken = 0;
-  if ((r->flags & CQ__REQ_LOCKFREE) &&
+  /* With an event hook every acquire takes the lock, where events are
+   * ordered. */
+  if ((r->flags & CQ__REQ_LOCKFREE) && pool->on_event == NULL &&
       !atomic_load_explicit(&pool->closed, memory_order_relaxed)) {
     taken = cq__lockfree_take(g, r);
     if (taken == 1) {
@@ -128,7 +131,7 @@ static int attempt_begin(cq_pool *pool, cq_grant *grant, const cq_req *req,
 int cq_grant_try(cq_pool *pool, cq_grant *grant, const cq_req *req) {
   struct cq__grant *g;
   struct cq__ctx ctx;
-  cq__ctx_init(&ctx);
+  cq__ctx_init(&ctx, pool);
   int rc = attempt_begin(pool, grant, req, &g, &ctx);
   if (rc == 0) {
     if (!cq__arrival_try(pool, g))
@@ -143,7 +146,7 @@ int cq_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
                      int64_t deadline_ms) {
   struct cq__grant *g;
   struct cq__ctx ctx;
-  cq__ctx_init(&ctx);
+  cq__ctx_init(&ctx, pool);
   int rc = attempt_begin(pool, grant, req, &g, &ctx);
   if (rc != 0) {
     cq__ctx_finish(&ctx);
@@ -218,7 +221,7 @@ int cq_grant_submit(cq_pool *pool, cq_grant *grant, const cq_req *req,
     return CQ_EINVAL;
   struct cq__grant *g;
   struct cq__ctx ctx;
-  cq__ctx_init(&ctx);
+  cq__ctx_init(&ctx, pool);
   int rc = attempt_begin(pool, grant, req, &g, &ctx);
   if (rc < 0) {
     cq__ctx_finish(&ctx); /* refused: the callback will not run */
@@ -275,7 +278,7 @@ static int lock_grant(cq_pool *pool, cq_grant *grant, uint8_t state,
  * claimant left, drop the lock, run the callbacks that became due. */
 static int end_locked(cq_pool *pool, int rc) {
   struct cq__ctx ctx;
-  cq__ctx_init(&ctx);
+  cq__ctx_init(&ctx, pool);
   if (pool->dirty_head != NULL)
     cq__sweep(pool, &ctx);
   cq__mutex_unlock(&pool->lock);
@@ -283,18 +286,24 @@ static int end_locked(cq_pool *pool, int rc) {
   return rc;
 }
 
-int cq_grant_cancel(cq_pool *pool, cq_grant *grant) {
+int cq_grant_abort(cq_pool *pool, cq_grant *grant, int status) {
+  if (status != CQ_ECANCELED && status != CQ_ETIMEDOUT && status != CQ_ECLOSED)
+    return CQ_EINVAL;
   struct cq__grant *g;
   int rc = lock_grant(pool, grant, CQ__G_WAITING, &g);
   if (rc != 0)
     return rc;
   struct cq__ctx ctx;
-  cq__ctx_init(&ctx);
-  cq__waiter_leave(pool, g, CQ_ECANCELED, &ctx);
+  cq__ctx_init(&ctx, pool);
+  cq__waiter_leave(pool, g, status, &ctx);
   cq__sweep(pool, &ctx);
   cq__mutex_unlock(&pool->lock);
   cq__ctx_finish(&ctx);
   return 0;
+}
+
+int cq_grant_cancel(cq_pool *pool, cq_grant *grant) {
+  return cq_grant_abort(pool, grant, CQ_ECANCELED);
 }
 
 int cq_grant_release(cq_pool *pool, cq_grant *grant) {
@@ -317,6 +326,7 @@ int cq_grant_release(cq_pool *pool, cq_grant *grant) {
   for (unsigned i = 0; i < g->n_items; i++)
     cq__give_back(pool, g, i, g->it[i].u.hold.held);
   cq__gstate_set(g, CQ__G_IDLE);
+  cq__event(pool, CQ_EVENT_RELEASED, g, NULL, 0);
   return end_locked(pool, 0);
 }
 

@@ -14,21 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *default_alloc(size_t size, void *arg) {
-  (void)arg;
-  return malloc(size);
-}
-
-static void *default_realloc(void *ptr, size_t size, void *arg) {
-  (void)arg;
-  return realloc(ptr, size);
-}
-
-static void default_free(void *ptr, void *arg) {
-  (void)arg;
-  free(ptr);
-}
-
 void *cq__alloc(const cq_pool *p, size_t size) {
   return p->alloc.alloc(size, p->alloc.arg);
 }
@@ -55,7 +40,7 @@ int cq_pool_create(cq_pool **out, const cq_pool_config *cfg) {
   if (cfg->clock != NULL && !(cfg->flags & CQ_POOL_MANUAL_TIMERS))
     return CQ_EINVAL;
 
-  cq_allocator alloc = {default_alloc, default_realloc, default_free, NULL};
+  cq_allocator alloc = cq__sys_allocator();
   if (cfg->alloc != NULL) {
     const cq_allocator *a = cfg->alloc;
     if (a->alloc == NULL || a->realloc == NULL || a->free == NULL)
@@ -73,6 +58,16 @@ int cq_pool_create(cq_pool **out, const cq_pool_config *cfg) {
   p->clock_arg = cfg->clock_arg;
   p->data = cfg->data;
   p->next_seq = 1;
+  p->on_event = cfg->on_event;
+  p->event_arg = cfg->event_arg;
+  if (p->on_event != NULL) {
+    p->ev_cap = cfg->event_buffer ? cfg->event_buffer : 4096;
+    p->events = alloc.alloc(p->ev_cap * sizeof(*p->events), alloc.arg);
+    if (p->events == NULL) {
+      alloc.free(p, alloc.arg);
+      return CQ_ENOMEM;
+    }
+  }
 
   if (cq__mutex_init(&p->lock) != 0)
     goto fail_mutex;
@@ -92,6 +87,8 @@ fail_attr:
 fail_cond:
   cq__mutex_destroy(&p->lock);
 fail_mutex:
+  if (p->events != NULL)
+    alloc.free(p->events, alloc.arg);
   alloc.free(p, alloc.arg);
   return CQ_ESYS;
 }
@@ -104,7 +101,7 @@ int cq_pool_close(cq_pool *pool) {
   if (pool == NULL)
     return CQ_EINVAL;
   struct cq__ctx ctx;
-  cq__ctx_init(&ctx);
+  cq__ctx_init(&ctx, pool);
   cq__mutex_lock(&pool->lock);
   atomic_store(&pool->closed, true);
   /* Everyone leaves; nobody is left to be granted, so no sweep. */
@@ -144,7 +141,13 @@ int cq_pool_destroy(cq_pool *pool) {
 
   for (uint32_t i = 0; i < pool->n_slots; i++)
     cq__res_free(pool, pool->res[i]);
+  while (pool->graveyard != NULL) {
+    struct cq__res *r = pool->graveyard;
+    pool->graveyard = r->grave_next;
+    cq__res_free(pool, r);
+  }
   cq__free(pool, pool->res);
+  cq__free(pool, pool->events);
   (void)pthread_condattr_destroy(&pool->condattr);
   (void)pthread_cond_destroy(&pool->timer_cond);
   cq__mutex_destroy(&pool->lock);
@@ -179,7 +182,7 @@ static void *timer_main(void *arg) {
   cq__mutex_lock(&p->lock);
   while (!p->timer_stop) {
     struct cq__ctx ctx;
-    cq__ctx_init(&ctx);
+    cq__ctx_init(&ctx, p);
     cq__expire_due(p, cq_now(), &ctx);
     if (ctx.ready_head != NULL) {
       cq__mutex_unlock(&p->lock);
@@ -215,7 +218,7 @@ int cq_pool_expire(cq_pool *pool, int64_t *next_deadline_ms) {
   if (pool == NULL)
     return CQ_EINVAL;
   struct cq__ctx ctx;
-  cq__ctx_init(&ctx);
+  cq__ctx_init(&ctx, pool);
   cq__mutex_lock(&pool->lock);
   cq__expire_due(pool, cq__pool_now(pool), &ctx);
   if (next_deadline_ms != NULL)
@@ -232,6 +235,7 @@ int cq_pool_stats_get(cq_pool *pool, cq_pool_stats *out) {
   out->waiting = pool->n_waiters;
   out->waited_grants = pool->waited_grants;
   out->wakeups = pool->wakeups;
+  out->events_dropped = pool->events_dropped;
   cq__mutex_unlock(&pool->lock);
   return 0;
 }

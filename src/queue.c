@@ -85,9 +85,14 @@ static inline struct cq__res *item_res(const cq_pool *p,
   return g->it[i].res;
 }
 
-/* What item i of a request asks for. */
+/* What item i of a waiting or arriving request takes now: its amount, or
+ * for a lone request on a budget, at most the capacity. */
 static inline int64_t item_need(const struct cq__grant *g, unsigned i) {
-  return g->req->items[i].amount;
+  const struct cq__res *r = g->it[i].res;
+  int64_t amount = g->req->items[i].amount;
+  if (r->kind == CQ__RES_DEVICES)
+    return amount;
+  return cq__need_at(r, amount, cq__res_capacity(r));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -137,6 +142,10 @@ static const struct cq__gitem *older_claimant(const struct cq__res *r,
   return c != NULL && item_grant(c)->seq < seq ? c : NULL;
 }
 
+int64_t cq__budget_open(const struct cq__res *r) {
+  return budget_offer(r, UINT64_MAX);
+}
+
 static bool covered(const cq_pool *p, const struct cq__grant *g, unsigned i) {
   struct cq__res *r = item_res(p, g, i);
   if (r->kind == CQ__RES_DEVICES)
@@ -174,8 +183,11 @@ static void claim(cq_pool *p, struct cq__grant *g, unsigned i) {
     atomic_fetch_or_explicit(&r->word, CQ__W_CONTENDED, memory_order_acq_rel);
   cq__rb_insert(&r->claims, &it->u.claim, claim_cmp);
   it->flags |= CQ__IT_CLAIMED;
-  if (cq__rb_first(&r->claims) == &it->u.claim && r->blocked.count != 0)
-    cq__res_mark_dirty(p, r, g->seq);
+  if (cq__rb_first(&r->claims) == &it->u.claim) {
+    cq__event(p, CQ_EVENT_RESERVED, g, r, 0);
+    if (r->blocked.count != 0)
+      cq__res_mark_dirty(p, r, g->seq);
+  }
 }
 
 /* Drop every claim of g; where g was the claimant, the next oldest claimer
@@ -192,6 +204,9 @@ static void drop_claims(cq_pool *p, struct cq__grant *g) {
     if (r->claims.count == 0)
       atomic_fetch_and_explicit(&r->word, ~CQ__W_CONTENDED,
                                 memory_order_acq_rel);
+    if (was_claimant && r->claims.count != 0)
+      cq__event(p, CQ_EVENT_RESERVED,
+                item_grant(claim_item(cq__rb_first(&r->claims))), r, 0);
     if (was_claimant && r->blocked.count != 0)
       cq__res_mark_dirty(p, r, g->seq);
   }
@@ -228,7 +243,8 @@ void cq__attempt_start(cq_pool *p, struct cq__grant *g,
   g->req = req;
   g->seq = p->next_seq++;
   g->n_items = (uint8_t)req->n_items;
-  g->lockfree = (req->flags & CQ__REQ_LOCKFREE) != 0;
+  /* With an event hook releases take the lock too, to record the event. */
+  g->lockfree = (req->flags & CQ__REQ_LOCKFREE) != 0 && p->on_event == NULL;
   g->status = 0;
   g->msg[0] = '\0';
   for (unsigned i = 0; i < req->n_items; i++) {
@@ -312,6 +328,7 @@ bool cq__arrival_try(cq_pool *p, struct cq__grant *g) {
   if (!take_units(p, g, devices))
     return false;
   hold_units(p, g, devices);
+  cq__event(p, CQ_EVENT_GRANTED, g, NULL, 0);
   return true;
 }
 
@@ -319,8 +336,8 @@ int cq__lockfree_take(struct cq__grant *g, const struct cq__req *req) {
   unsigned i;
   for (i = 0; i < req->n_items; i++) {
     struct cq__res *r = req->items[i].res;
-    uint64_t need = (uint64_t)req->items[i].amount;
     int64_t cap = cq__res_capacity(r);
+    uint64_t need = (uint64_t)cq__need_at(r, req->items[i].amount, cap);
     uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
     do {
       if ((w & (CQ__W_CONTENDED | CQ__W_REMOVED)) != 0 ||
@@ -343,7 +360,7 @@ undo:;
    * meanwhile; then those units must reach it through a sweep. */
   bool sweep = false;
   while (i-- > 0) {
-    uint64_t back = (uint64_t)req->items[i].amount + CQ__W_COUNT_ONE;
+    uint64_t back = (uint64_t)g->it[i].u.hold.held + CQ__W_COUNT_ONE;
     uint64_t w = atomic_fetch_sub_explicit(&req->items[i].res->word, back,
                                            memory_order_acq_rel);
     sweep |= (w & CQ__W_CONTENDED) != 0;
@@ -389,6 +406,7 @@ void cq__enqueue(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
     p->queue_head = g;
   p->queue_tail = g;
   p->n_waiters++;
+  g->t_enqueue = cq__pool_now(p);
   for (unsigned i = 0; i < g->n_items; i++)
     item_res(p, g, i)->n_waiting++;
 
@@ -399,6 +417,7 @@ void cq__enqueue(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
   if (g->deadline_ms != CQ_NEVER)
     cq__rb_insert(&p->deadlines, &g->dnode, deadline_cmp);
   cq__gstate_set(g, CQ__G_WAITING);
+  cq__event(p, CQ_EVENT_PARKED, g, NULL, 0);
   examine(p, g, ctx);
 }
 
@@ -435,6 +454,10 @@ static void grant_waiter(cq_pool *p, struct cq__grant *g,
                          const int32_t *devices, struct cq__ctx *ctx) {
   dequeue(p, g);
   hold_units(p, g, devices);
+  int64_t waited = cq__pool_now(p) - g->t_enqueue;
+  for (unsigned i = 0; i < g->n_items; i++)
+    cq__hist_add(&item_res(p, g, i)->wait, waited);
+  cq__event(p, CQ_EVENT_GRANTED, g, NULL, waited);
   p->waited_grants++;
   g->status = 0;
   notify(p, g, ctx);
@@ -442,9 +465,21 @@ static void grant_waiter(cq_pool *p, struct cq__grant *g,
 
 void cq__waiter_leave(cq_pool *p, struct cq__grant *g, int status,
                       struct cq__ctx *ctx) {
+  for (unsigned i = 0; i < g->n_items; i++) {
+    if (status == CQ_ETIMEDOUT)
+      item_res(p, g, i)->timeouts++;
+    else if (status == CQ_ECANCELED)
+      item_res(p, g, i)->cancels++;
+  }
   dequeue(p, g);
   cq__gstate_set(g, CQ__G_IDLE);
   g->status = status;
+  cq__event(p,
+            status == CQ_ETIMEDOUT   ? CQ_EVENT_TIMED_OUT
+            : status == CQ_ECANCELED ? CQ_EVENT_CANCELLED
+            : status == CQ_ECLOSED   ? CQ_EVENT_CLOSED
+                                     : CQ_EVENT_NEVER,
+            g, NULL, 0);
   notify(p, g, ctx);
 }
 
@@ -533,6 +568,17 @@ static void examine(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
     }
     if (!covered(p, g, (unsigned)first))
       return;
+  }
+}
+
+void cq__fail_unsatisfiable(cq_pool *p, struct cq__ctx *ctx) {
+  struct cq__grant *g = p->queue_head;
+  while (g != NULL) {
+    struct cq__grant *next = g->qnext;
+    int rc = cq__req_validate(p, g->req, g->msg);
+    if (rc != 0)
+      cq__waiter_leave(p, g, CQ_ENEVER, ctx);
+    g = next;
   }
 }
 

@@ -53,10 +53,11 @@ static void insert_item(struct cq__req *r, const struct cq__ritem *it) {
   r->n_items++;
 }
 
-/* Whether every item is a budget, so attempts may skip the lock. */
+/* Whether every item is a budget or a class, so attempts may skip the
+ * lock. */
 static bool all_budgets(const struct cq__req *r) {
   for (uint32_t i = 0; i < r->n_items; i++)
-    if (r->items[i].res->kind != CQ__RES_BUDGET)
+    if (r->items[i].res->kind == CQ__RES_DEVICES)
       return false;
   return true;
 }
@@ -76,8 +77,7 @@ static void fmt_milli(char *buf, size_t len, int64_t milli) {
   snprintf(buf, len, "%" PRId64 ".%0*" PRId64, whole, digits, frac);
 }
 
-/* The item's amount as a request spec would write it: "db:12", "gpu:0.5". */
-static void fmt_item(char *buf, size_t len, const struct cq__ritem *it) {
+void cq__item_text(char *buf, size_t len, const struct cq__ritem *it) {
   char amount[32];
   if (it->mode == CQ__MODE_FRACTION)
     fmt_milli(amount, sizeof(amount), it->amount);
@@ -86,14 +86,23 @@ static void fmt_item(char *buf, size_t len, const struct cq__ritem *it) {
   snprintf(buf, len, "%s:%s", it->res->name, amount);
 }
 
-/* Whether `mode` is an amount the resource's kind can be asked for. */
-static bool mode_fits_kind(uint8_t mode, uint8_t kind) {
-  return kind == CQ__RES_DEVICES ? mode != CQ__MODE_UNITS
-                                 : mode == CQ__MODE_UNITS;
+/* Why `mode` is not an amount the resource can be asked for, or NULL. */
+static const char *mode_mismatch(uint8_t mode, uint8_t kind, bool as_class) {
+  if (kind == CQ__RES_DEVICES)
+    return mode == CQ__MODE_UNITS
+               ? "%s is a device pool: ask a fraction or whole devices"
+               : NULL;
+  if (mode != CQ__MODE_UNITS)
+    return "%s is not a device pool: ask units";
+  if (kind == CQ__RES_CLASS && !as_class)
+    return "%s is a class: give it to the request as its class";
+  if (kind != CQ__RES_CLASS && as_class)
+    return "%s is not a class";
+  return NULL;
 }
 
 static int add_item(cq_req *req, const char *resource, int64_t amount,
-                    uint8_t mode) {
+                    uint8_t mode, bool as_class) {
   if (!req_ok(req) || resource == NULL)
     return CQ_EINVAL;
   struct cq__req *r = cq__req_of(req);
@@ -108,12 +117,9 @@ static int add_item(cq_req *req, const char *resource, int64_t amount,
     rc = CQ_ENOENT;
     goto out;
   }
-  if (!mode_fits_kind(mode, res->kind)) {
-    cq__msgf(r->msg,
-             res->kind == CQ__RES_DEVICES
-                 ? "%s is a device pool: ask a fraction or whole devices"
-                 : "%s is not a device pool: ask units",
-             res->name);
+  const char *mismatch = mode_mismatch(mode, res->kind, as_class);
+  if (mismatch != NULL) {
+    cq__msgf(r->msg, mismatch, res->name);
     rc = CQ_EINVAL;
     goto out;
   }
@@ -123,10 +129,15 @@ static int add_item(cq_req *req, const char *resource, int64_t amount,
       rc = CQ_EEXIST;
       goto out;
     }
+    if (as_class && r->items[i].res->kind == CQ__RES_CLASS) {
+      cq__msgf(r->msg, "request already has class %s", r->items[i].res->name);
+      rc = CQ_EEXIST;
+      goto out;
+    }
   }
   struct cq__ritem it = {res, amount, mode};
   char what[CQ_NAME_MAX + 40];
-  fmt_item(what, sizeof(what), &it);
+  cq__item_text(what, sizeof(what), &it);
   if (amount <= 0 || (mode == CQ__MODE_FRACTION && amount > CQ_DEVICE_MILLI)) {
     cq__msgf(r->msg, "request asks %s but %s", what,
              mode == CQ__MODE_FRACTION
@@ -140,27 +151,29 @@ static int add_item(cq_req *req, const char *resource, int64_t amount,
     rc = CQ_ETOOMANY;
     goto out;
   }
-  rc = cq__req_validate_item(p, &it, r->msg);
-  if (rc == 0) {
-    insert_item(r, &it);
-    r->flags = all_budgets(r) ? CQ__REQ_LOCKFREE : 0;
-    r->msg[0] = '\0';
-  }
+  /* Capacities can change: whether it fits is for each acquire to say. */
+  insert_item(r, &it);
+  r->flags = all_budgets(r) ? CQ__REQ_LOCKFREE : 0;
+  r->msg[0] = '\0';
 out:
   cq__mutex_unlock(&p->lock);
   return rc;
 }
 
 int cq_req_add(cq_req *req, const char *resource, int64_t amount) {
-  return add_item(req, resource, amount, CQ__MODE_UNITS);
+  return add_item(req, resource, amount, CQ__MODE_UNITS, false);
 }
 
 int cq_req_add_fraction(cq_req *req, const char *resource, int64_t milli) {
-  return add_item(req, resource, milli, CQ__MODE_FRACTION);
+  return add_item(req, resource, milli, CQ__MODE_FRACTION, false);
 }
 
 int cq_req_add_devices(cq_req *req, const char *resource, int64_t count) {
-  return add_item(req, resource, count, CQ__MODE_WHOLE);
+  return add_item(req, resource, count, CQ__MODE_WHOLE, false);
+}
+
+int cq_req_set_class(cq_req *req, const char *name) {
+  return add_item(req, name, 1, CQ__MODE_UNITS, true);
 }
 
 /* Parse a budget amount: decimal digits only, at most CQ_BUDGET_MAX. */
@@ -229,16 +242,20 @@ int cq__req_validate_item(cq_pool *p, const struct cq__ritem *it, char *msg) {
     }
     if (it->mode == CQ__MODE_FRACTION && res->n_online == 0) {
       char what[CQ_NAME_MAX + 40];
-      fmt_item(what, sizeof(what), it);
+      cq__item_text(what, sizeof(what), it);
       cq__msgf(msg, "request asks %s but %s has no device", what, res->name);
       return CQ_ENEVER;
     }
     return 0;
   }
   int64_t cap = cq__res_capacity(res);
-  if (it->amount > cap) {
-    cq__msgf(msg, "request asks %s:%" PRId64 " but its capacity is %" PRId64,
-             res->name, it->amount, cap);
+  if (it->amount > cap && !(res->flags & CQ_BUDGET_LONE)) {
+    if (res->kind == CQ__RES_CLASS)
+      cq__msgf(msg, "request is of class %s, whose max_workers is %" PRId64,
+               res->name, cap);
+    else
+      cq__msgf(msg, "request asks %s:%" PRId64 " but its capacity is %" PRId64,
+               res->name, it->amount, cap);
     return CQ_ENEVER;
   }
   return 0;

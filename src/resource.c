@@ -93,3 +93,31 @@ uint64_t cq__res_grants(const struct cq__res *r) {
   return r->grants_total +
          cq__w_count(atomic_load_explicit(&r->word, memory_order_relaxed));
 }
+
+int cq_resource_remove(cq_pool *pool, const char *name) {
+  if (pool == NULL || name == NULL)
+    return CQ_EINVAL;
+  cq__mutex_lock(&pool->lock);
+  struct cq__res *r = cq__res_find(pool, name);
+  int rc = r == NULL ? CQ_ENOENT : r->n_waiting != 0 ? CQ_EINUSE : 0;
+  if (rc == 0) {
+    /* Lock-free acquires may race: mark it removed only while nothing is
+     * held, in the same atomic step that they check. */
+    uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
+    do {
+      if (cq__w_used(w) != 0) {
+        rc = CQ_EINUSE;
+        break;
+      }
+    } while (!atomic_compare_exchange_weak_explicit(
+        &r->word, &w, w | CQ__W_REMOVED, memory_order_acq_rel,
+        memory_order_relaxed));
+  }
+  if (rc == 0) {
+    pool->res[r->slot] = NULL;
+    r->grave_next = pool->graveyard;
+    pool->graveyard = r;
+  }
+  cq__mutex_unlock(&pool->lock);
+  return rc;
+}

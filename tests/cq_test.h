@@ -45,10 +45,10 @@ static inline void cqt_sleep_ms(int ms) {
 }
 
 /* A budget's figures. */
-static inline cq_budget_stats cqt_budget(cq_pool *p, const char *name) {
-  cq_budget_stats st;
+static inline cq_resource_stats cqt_budget(cq_pool *p, const char *name) {
+  cq_resource_stats st;
   memset(&st, 0, sizeof(st));
-  assert_cq_ok(cq_budget_stats_get(p, name, &st));
+  assert_cq_ok(cq_resource_stats_get(p, name, &st));
   return st;
 }
 
@@ -152,6 +152,40 @@ static inline const char *cqt_rec_str(cqt_rec *r) {
 
 #define assert_log(rec, expected)                                              \
   assert_string_equal(cqt_rec_str(rec), expected)
+
+/* A blocking acquire run on a thread of its own. */
+typedef struct cqt_acquirer {
+  cq_pool *pool;
+  const cq_req *req;
+  int64_t deadline;
+  cq_grant grant;
+  int rc;
+  int64_t returned_at;
+  pthread_t thread;
+} cqt_acquirer;
+
+static void *cqt_acquirer_main(void *arg) {
+  cqt_acquirer *a = (cqt_acquirer *)arg;
+  a->rc = cq_grant_acquire(a->pool, &a->grant, a->req, a->deadline);
+  a->returned_at = cq_now();
+  return NULL;
+}
+
+static inline void cqt_acquire_start(cqt_acquirer *a, cq_pool *p,
+                                     const cq_req *r, int64_t deadline) {
+  a->pool = p;
+  a->req = r;
+  a->deadline = deadline;
+  a->rc = 1;
+  cq_grant_init(&a->grant);
+  assert_int_equal(pthread_create(&a->thread, NULL, cqt_acquirer_main, a), 0);
+}
+
+/* Wait for the thread; returns what its acquire returned. */
+static inline int cqt_acquire_join(cqt_acquirer *a) {
+  assert_int_equal(pthread_join(a->thread, NULL), 0);
+  return a->rc;
+}
 
 /*
  * The fixture of suites that use one fresh default pool per test (define

@@ -264,6 +264,31 @@ static void test_manual_timers_expire_on_the_virtual_clock(void **state) {
   assert_cq_ok(cq_pool_destroy(vp));
 }
 
+/* Hosts with timers of their own end waits with the status they mean. */
+static void test_abort_ends_a_wait_with_the_status_given(void **state) {
+  (void)state;
+  assert_cq_ok(cq_budget_add(pool, "b", 1));
+  cq_req r;
+  cqt_req(&r, pool, "b:1");
+  cq_grant one;
+  cq_grant_init(&one);
+  assert_cq_ok(cq_grant_try(pool, &one, &r));
+  cqt_slot t, c;
+  cqt_slot_init(&t, &rec, "T");
+  cqt_slot_init(&c, &rec, "C");
+  assert_cq_ok(cq_grant_submit(pool, &t.grant, &r, CQ_NEVER, cqt_record_cb));
+  assert_cq_ok(cq_grant_submit(pool, &c.grant, &r, CQ_NEVER, cqt_record_cb));
+  assert_cq_err(cq_grant_abort(pool, &t.grant, CQ_EBUSY), CQ_EINVAL);
+  assert_cq_ok(cq_grant_abort(pool, &t.grant, CQ_ETIMEDOUT));
+  assert_cq_ok(cq_grant_abort(pool, &c.grant, CQ_ECLOSED));
+  assert_int_equal(t.status, CQ_ETIMEDOUT);
+  assert_int_equal(c.status, CQ_ECLOSED);
+  assert_cq_err(cq_grant_abort(pool, &t.grant, CQ_ETIMEDOUT), CQ_ESTATE);
+  assert_int_equal(cqt_budget(pool, "b").timeouts, 1);
+  assert_cq_ok(cq_grant_release(pool, &one));
+  assert_log(&rec, "T! C!");
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -273,6 +298,7 @@ int main(void) {
       T(test_past_deadline_tries_once),
       T(test_callback_deadline_fires_no_earlier_than_due),
       T(test_manual_timers_expire_on_the_virtual_clock),
+      T(test_abort_ends_a_wait_with_the_status_given),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);

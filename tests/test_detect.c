@@ -230,10 +230,15 @@ static void test_no_gpus_make_gpu_requests_never_satisfiable(void **s) {
   assert_cq_ok(cq_pool_create(&p, NULL));
   assert_cq_ok(cq_devices_add(p, "gpu", l.count, (const char *const *)l.ids));
   cq_gpu_list_free(&l);
-  cq_req r;
-  assert_cq_ok(cq_req_init(&r, p));
-  assert_cq_err(cq_req_add_fraction(&r, "gpu", 500), CQ_ENEVER);
-  assert_cq_err(cq_req_add_devices(&r, "gpu", 1), CQ_ENEVER);
+  cq_req frac, whole;
+  assert_cq_ok(cq_req_init(&frac, p));
+  assert_cq_ok(cq_req_add_fraction(&frac, "gpu", 500));
+  assert_cq_ok(cq_req_init(&whole, p));
+  assert_cq_ok(cq_req_add_devices(&whole, "gpu", 1));
+  cq_grant g;
+  cq_grant_init(&g);
+  assert_cq_err(cq_grant_try(p, &g, &frac), CQ_ENEVER);
+  assert_cq_err(cq_grant_acquire(p, &g, &whole, CQ_NEVER), CQ_ENEVER);
   assert_cq_ok(cq_pool_destroy(p));
 }
 

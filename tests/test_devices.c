@@ -12,8 +12,8 @@
 /* Free thousandths of each device of pool "gpu", as "500 400". */
 static const char *free_str(void) {
   static char buf[256];
-  cq_devices_stats ps;
-  assert_cq_ok(cq_devices_stats_get(pool, "gpu", &ps));
+  cq_resource_stats ps;
+  assert_cq_ok(cq_resource_stats_get(pool, "gpu", &ps));
   buf[0] = '\0';
   for (uint32_t i = 0; i < ps.devices; i++) {
     cq_device_stats d;
@@ -27,8 +27,8 @@ static const char *free_str(void) {
 }
 
 static int reserved_device(void) {
-  cq_devices_stats ps;
-  assert_cq_ok(cq_devices_stats_get(pool, "gpu", &ps));
+  cq_resource_stats ps;
+  assert_cq_ok(cq_resource_stats_get(pool, "gpu", &ps));
   int found = -1;
   for (uint32_t i = 0; i < ps.devices; i++) {
     cq_device_stats d;
@@ -373,9 +373,14 @@ static void test_bad_device_requests_fail_at_once_and_change_nothing(void **s) {
   assert_non_null(strstr(cq_req_error(&r), "not a valid amount"));
   assert_cq_err(cq_req_add_str(&r, "gpu", "0.0005"), CQ_ERANGE);
   assert_cq_err(cq_req_add_str(&r, "gpu", "half"), CQ_EPARSE);
-  assert_cq_err(cq_req_add_devices(&r, "gpu", 3), CQ_ENEVER);
-  assert_string_equal(cq_req_error(&r),
+  cq_req three;
+  whole_req(&three, 3);
+  cq_grant t;
+  cq_grant_init(&t);
+  assert_cq_err(cq_grant_try(pool, &t, &three), CQ_ENEVER);
+  assert_string_equal(cq_grant_error(&t),
                       "request asks 3 devices of gpu but it has 2");
+  assert_string_equal(free_str(), "1000 1000");
   assert_cq_err(cq_req_add_devices(&r, "gpu", 0), CQ_ERANGE);
   assert_cq_err(cq_req_add_fraction(&r, "tpu", 500), CQ_ENOENT);
   assert_cq_err(cq_req_add(&r, "gpu", 1), CQ_EINVAL); /* units of devices */
@@ -398,8 +403,16 @@ static void test_bad_device_requests_fail_at_once_and_change_nothing(void **s) {
 
   /* A pool without devices refuses every request as never satisfiable. */
   assert_cq_ok(cq_devices_add(pool, "none", 0, NULL));
-  assert_cq_err(cq_req_add_fraction(&r, "none", 100), CQ_ENEVER);
-  assert_cq_err(cq_req_add_devices(&r, "none", 1), CQ_ENEVER);
+  cq_req none_f, none_w;
+  assert_cq_ok(cq_req_init(&none_f, pool));
+  assert_cq_ok(cq_req_add_fraction(&none_f, "none", 100));
+  assert_cq_ok(cq_req_init(&none_w, pool));
+  assert_cq_ok(cq_req_add_devices(&none_w, "none", 1));
+  cq_grant_init(&t);
+  assert_cq_err(cq_grant_acquire(pool, &t, &none_f, CQ_NEVER), CQ_ENEVER);
+  assert_string_equal(cq_grant_error(&t),
+                      "request asks none:0.1 but none has no device");
+  assert_cq_err(cq_grant_acquire(pool, &t, &none_w, CQ_NEVER), CQ_ENEVER);
 }
 
 static void test_device_amounts_parse_exactly(void **s) {
@@ -464,9 +477,9 @@ static void test_random_fractions_come_back_exactly(void **s) {
       taken++;
     }
     if (round % 997 == 0) {
-      cq_devices_stats st;
-      assert_cq_ok(cq_devices_stats_get(pool, "gpu", &st));
-      assert_int_equal(st.in_use_milli, total);
+      cq_resource_stats st;
+      assert_cq_ok(cq_resource_stats_get(pool, "gpu", &st));
+      assert_int_equal(st.in_use, total);
     }
   }
   for (int i = 0; i < HELD; i++)

@@ -32,18 +32,27 @@ static void test_request_is_granted_all_at_once_or_not_at_all(void **state) {
   assert_cq_ok(cq_budget_add(pool, "db", 4));
   assert_cq_ok(cq_budget_add(pool, "license", 3));
 
+  /* {db:1, license:5} fails at submission, in every style, holding nothing. */
   cq_req bad;
-  assert_cq_ok(cq_req_init(&bad, pool));
-  assert_cq_ok(cq_req_add(&bad, "db", 1));
-  assert_cq_err(cq_req_add(&bad, "license", 5), CQ_ENEVER);
-  assert_string_equal(cq_req_error(&bad),
+  cqt_req(&bad, pool, "db:1 license:5");
+  cq_grant g;
+  cq_grant_init(&g);
+  assert_cq_err(cq_grant_try(pool, &g, &bad), CQ_ENEVER);
+  assert_string_equal(cq_grant_error(&g),
                       "request asks license:5 but its capacity is 3");
-  assert_int_equal(cq_req_count(&bad), 1);
+  assert_cq_err(cq_grant_acquire(pool, &g, &bad, CQ_NEVER), CQ_ENEVER);
+  cqt_slot never;
+  cqt_slot_init(&never, &rec, "N");
+  assert_cq_err(
+      cq_grant_submit(pool, &never.grant, &bad, CQ_NEVER, cqt_record_cb),
+      CQ_ENEVER);
+  assert_int_equal(never.calls, 0); /* refused: the callback never runs */
+  assert_false(cq_grant_is_held(&g));
   assert_int_equal(cqt_budget(pool, "db").in_use, 0);
   assert_int_equal(cqt_budget(pool, "license").in_use, 0);
+  assert_int_equal(cqt_waiting(pool), 0);
 
   cq_req good;
-  cq_grant g;
   hold(&g, &good, "db:1 license:1");
   assert_int_equal(cqt_budget(pool, "db").in_use, 1);
   assert_int_equal(cqt_budget(pool, "license").in_use, 1);

@@ -108,8 +108,8 @@ static void test_out_of_memory_changes_nothing(void **state) {
       snprintf(name, sizeof(name), "b%d", i);
       rc = cq_budget_add(p, name, 1);
       if (rc == CQ_ENOMEM) {
-        cq_budget_stats st;
-        assert_cq_err(cq_budget_stats_get(p, name, &st), CQ_ENOENT);
+        cq_resource_stats st;
+        assert_cq_err(cq_resource_stats_get(p, name, &st), CQ_ENOENT);
         c.fail_at = 0;
         assert_cq_ok(cq_budget_add(p, name, 1)); /* usable afterwards */
       } else {
@@ -147,14 +147,14 @@ static void test_budget_names_are_validated(void **state) {
   assert_cq_ok(cq_budget_add(p, "zero", 0));
   assert_cq_err(cq_budget_add(p, "warehouse-db", 3), CQ_EEXIST);
 
-  cq_budget_stats st = cqt_budget(p, "warehouse-db");
+  cq_resource_stats st = cqt_budget(p, "warehouse-db");
   assert_int_equal(st.capacity, 10);
   assert_int_equal(st.in_use, 0);
   assert_int_equal(st.withheld, 0);
   assert_int_equal(st.waiting, 0);
   assert_int_equal(st.peak, 0);
-  assert_cq_err(cq_budget_stats_get(p, "nope", &st), CQ_ENOENT);
-  assert_cq_err(cq_budget_stats_get(p, "db", NULL), CQ_EINVAL);
+  assert_cq_err(cq_resource_stats_get(p, "nope", &st), CQ_ENOENT);
+  assert_cq_err(cq_resource_stats_get(p, "db", NULL), CQ_EINVAL);
   assert_cq_ok(cq_pool_destroy(p));
 }
 
@@ -177,7 +177,7 @@ static void test_stats_agree_with_each_other(void **state) {
   cqt_slot_init(&s, &rec, "S");
   assert_cq_ok(cq_grant_submit(p, &s.grant, &r7, CQ_NEVER, cqt_record_cb));
 
-  cq_budget_stats st = cqt_budget(p, "b");
+  cq_resource_stats st = cqt_budget(p, "b");
   assert_int_equal(st.capacity, 10);
   assert_int_equal(st.in_use, 6);
   assert_int_equal(st.withheld, 4); /* all 4 free units, for S's 7 */
@@ -213,7 +213,7 @@ static void test_grant_counts_stay_exact_past_the_lockfree_counter(void **s) {
     assert_cq_ok(cq_grant_try(p, &g, &r));
     assert_cq_ok(cq_grant_release(p, &g));
   }
-  cq_budget_stats st = cqt_budget(p, "b");
+  cq_resource_stats st = cqt_budget(p, "b");
   assert_int_equal(st.grants, (uint64_t)n);
   assert_int_equal(st.in_use, 0);
   assert_int_equal(st.peak, 1);

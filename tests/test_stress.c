@@ -192,8 +192,8 @@ static void worker_cb(cq_grant *g, int status) {
 
 static void check_budgets(void) {
   for (int b = 0; b < N_BUDGETS; b++) {
-    cq_budget_stats st;
-    CHECK(cq_budget_stats_get(pool, budget_names[b], &st) == 0, "stats");
+    cq_resource_stats st;
+    CHECK(cq_resource_stats_get(pool, budget_names[b], &st) == 0, "stats");
     CHECK(st.in_use <= st.capacity, "%s in use %lld > capacity",
           budget_names[b], (long long)st.in_use);
     CHECK(st.in_use + st.withheld <= st.capacity, "%s in use + withheld",
@@ -320,7 +320,7 @@ static void test_random_traffic_never_over_admits_and_ends_free(void **state) {
                 granted, busy, timed, cancelled);
   assert_true(granted > 0);
   for (int b = 0; b < N_BUDGETS; b++) {
-    cq_budget_stats st = cqt_budget(pool, budget_names[b]);
+    cq_resource_stats st = cqt_budget(pool, budget_names[b]);
     assert_int_equal(st.in_use, 0);
     assert_int_equal(st.withheld, 0);
     assert_int_equal(st.waiting, 0);

@@ -148,17 +148,53 @@ enum cq_pool_flags {
   CQ_POOL_MANUAL_TIMERS = 1u << 1
 };
 
+/* What happened, for a host's logging or tracing (see cq_event_fn). */
+typedef enum cq_event_type {
+  CQ_EVENT_GRANTED = 1,   /* an attempt got its units (wait_ms: how long) */
+  CQ_EVENT_PARKED = 2,    /* an attempt did not fit and waits */
+  CQ_EVENT_RESERVED = 3,  /* a waiter became the claimant of `resource` */
+  CQ_EVENT_RELEASED = 4,  /* a grant gave its units back */
+  CQ_EVENT_TIMED_OUT = 5, /* a waiter's deadline passed */
+  CQ_EVENT_CANCELLED = 6, /* a waiter was cancelled */
+  CQ_EVENT_CLOSED = 7,    /* a waiter failed because the pool closed */
+  CQ_EVENT_NEVER = 8      /* a waiter failed: a capacity shrank below it */
+} cq_event_type;
+
+typedef struct cq_event {
+  cq_event_type type;
+  uint64_t attempt;     /* identifies the attempt across its events */
+  void *data;           /* the grant's `data` when the event happened */
+  const char *resource; /* CQ_EVENT_RESERVED: the resource; else NULL */
+  int64_t time_ms;      /* on the pool's clock */
+  int64_t wait_ms;      /* CQ_EVENT_GRANTED: time spent waiting */
+} cq_event;
+
+/*
+ * Event hook. Called in the order events happened, never with a library
+ * lock held, on some thread that used the pool right after; `ev` is valid
+ * during the call only. It must not block for long and must not destroy the
+ * pool; it may call other functions of the library. Events are buffered
+ * (cq_pool_config.event_buffer); when the hook falls behind, the oldest
+ * undelivered events are dropped and counted (cq_pool_stats.events_dropped).
+ * With a hook, every acquire and release takes the pool lock, where events
+ * are ordered: the lock-free paths are off.
+ */
+typedef void (*cq_event_fn)(const cq_event *ev, void *arg);
+
 /* Pool configuration. Zero means default for every field. */
 typedef struct cq_pool_config {
   unsigned flags;            /* enum cq_pool_flags, or-ed */
   const cq_allocator *alloc; /* NULL: malloc/realloc/free; copied */
   cq_clock_fn clock;         /* NULL: cq_now(); needs CQ_POOL_MANUAL_TIMERS */
   void *clock_arg;
-  void *data; /* for the caller, see cq_pool_data() */
+  void *data;            /* for the caller, see cq_pool_data() */
+  cq_event_fn on_event;  /* NULL: no events */
+  void *event_arg;       /* passed to on_event */
+  uint32_t event_buffer; /* events held for the hook; 0: 4096 */
 } cq_pool_config;
 
 #define CQ_POOL_CONFIG_INIT                                                    \
-  { 0u, NULL, NULL, NULL, NULL }
+  { 0u, NULL, NULL, NULL, NULL, NULL, NULL, 0u }
 
 /*
  * Create a pool. `cfg` may be NULL for all defaults. On success *out is the
@@ -198,9 +234,10 @@ CQ_EXPORT int cq_pool_expire(cq_pool *pool, int64_t *next_deadline_ms);
 
 /* A consistent snapshot of the pool as a whole. */
 typedef struct cq_pool_stats {
-  uint64_t waiting;       /* requests waiting now */
-  uint64_t waited_grants; /* grants to requests that had to wait, ever */
-  uint64_t wakeups;       /* blocked threads woken: one per outcome */
+  uint64_t waiting;        /* requests waiting now */
+  uint64_t waited_grants;  /* grants to requests that had to wait, ever */
+  uint64_t wakeups;        /* blocked threads woken: one per outcome */
+  uint64_t events_dropped; /* events the hook fell too far behind for */
 } cq_pool_stats;
 
 /* Fill *out under the pool's lock. Thread-safe. Returns 0 or CQ_EINVAL. */
@@ -227,23 +264,114 @@ CQ_EXPORT int cq_pool_stats_get(cq_pool *pool, cq_pool_stats *out);
  */
 CQ_EXPORT int cq_budget_add(cq_pool *pool, const char *name, int64_t capacity);
 
-/* A consistent snapshot of one budget. */
-typedef struct cq_budget_stats {
-  int64_t capacity; /* units the budget has */
-  int64_t in_use;   /* units held by grants */
-  int64_t withheld; /* free units set aside for the budget's claimant */
-  int64_t peak;     /* highest in_use seen */
-  uint64_t waiting; /* waiting requests that ask for this budget */
-  uint64_t grants;  /* grants that included this budget, ever */
-} cq_budget_stats;
+/* Budget flags (cq_budget_add_ex). */
+enum cq_budget_flags {
+  /*
+   * Lone-request allowance: a request for more than the capacity is not
+   * refused; it is granted when nothing else holds the budget, and then
+   * holds all of it. Without the flag such a request fails with CQ_ENEVER.
+   */
+  CQ_BUDGET_LONE = 1u << 0
+};
+
+/* cq_budget_add() with flags (enum cq_budget_flags). Returns the same, and
+ * CQ_EINVAL for an unknown flag. */
+CQ_EXPORT int cq_budget_add_ex(cq_pool *pool, const char *name,
+                               int64_t capacity, unsigned flags);
 
 /*
- * Fill *out with a snapshot of budget `name`, taken under the pool's lock so
- * the figures agree with each other. Thread-safe.
- * Returns 0, CQ_EINVAL or CQ_ENOENT.
+ * Change a budget's capacity while it is in use. Growing grants the waiters
+ * that now fit, at once. Shrinking takes nothing from holders: new grants
+ * wait until in-use drops below the new capacity, and waiters that can now
+ * never fit fail with CQ_ENEVER (their callbacks run, blocked threads
+ * return it). Setting the current value does nothing. Thread-safe; callable
+ * from a callback. Returns 0, CQ_EINVAL, CQ_ENOENT (no such budget) or
+ * CQ_ERANGE.
  */
-CQ_EXPORT int cq_budget_stats_get(cq_pool *pool, const char *name,
-                                  cq_budget_stats *out);
+CQ_EXPORT int cq_budget_set_capacity(cq_pool *pool, const char *name,
+                                     int64_t capacity);
+
+/* ------------------------------------------------------------------------ */
+/* Classes                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A class is a named concurrency cap: a request of class "predict" is
+ * granted only while fewer than `max_workers` grants of that class are held.
+ * It waits in the same queue, by the same rule, as for any resource (a
+ * class behaves as a budget of max_workers units, one per grant). Class
+ * names share the pool's namespace with resources. Thread-safe.
+ * Returns as cq_budget_add().
+ */
+CQ_EXPORT int cq_class_add(cq_pool *pool, const char *name,
+                           int64_t max_workers);
+
+/* Change a class's max_workers, with the rules of cq_budget_set_capacity. */
+CQ_EXPORT int cq_class_set_max(cq_pool *pool, const char *name,
+                               int64_t max_workers);
+
+/* ------------------------------------------------------------------------ */
+/* Resources: removal and snapshots                                          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Remove a budget, class or device pool. Refused with CQ_EINUSE while any
+ * grant holds it or any request waiting names it. Requests built with it
+ * fail with CQ_ENOENT from then on. Thread-safe.
+ * Returns 0, CQ_EINVAL, CQ_ENOENT or CQ_EINUSE.
+ */
+CQ_EXPORT int cq_resource_remove(cq_pool *pool, const char *name);
+
+/* The kinds of resource. */
+enum cq_resource_kind {
+  CQ_KIND_BUDGET = 1,
+  CQ_KIND_DEVICES = 2,
+  CQ_KIND_CLASS = 3
+};
+
+/* Waiting times of the requests granted on a resource. */
+typedef struct cq_wait_stats {
+  uint64_t count; /* grants measured: every grant, 0 ms when at once */
+  int64_t p50_ms; /* median, from a histogram (within 1/8 of the value) */
+  int64_t p99_ms; /* 99th percentile, likewise */
+  int64_t max_ms; /* exact */
+  int64_t sum_ms; /* of all the waits: sum_ms / count is the mean */
+} cq_wait_stats;
+
+/*
+ * A consistent snapshot of one resource, taken under the pool's lock. For a
+ * device pool the amounts are in thousandths of a device over all its
+ * devices (see cq_device_stats_get() per device); for a class they count
+ * workers.
+ */
+typedef struct cq_resource_stats {
+  char name[CQ_NAME_MAX + 1];
+  int kind;               /* enum cq_resource_kind */
+  unsigned flags;         /* enum cq_budget_flags */
+  int64_t capacity;       /* units (device pools: online devices x 1000) */
+  int64_t in_use;         /* held by grants */
+  int64_t withheld;       /* free, but set aside for the claimant */
+  int64_t peak;           /* highest in_use seen */
+  uint64_t waiting;       /* waiting requests that name it */
+  uint64_t grants;        /* grants that included it, ever */
+  uint64_t timeouts;      /* waiters that named it and timed out, ever */
+  uint64_t cancellations; /* waiters that named it and were cancelled */
+  cq_wait_stats wait;
+  uint32_t devices; /* device pools: devices, and of which online */
+  uint32_t online;
+} cq_resource_stats;
+
+/* Snapshot of resource `name`. Returns 0, CQ_EINVAL or CQ_ENOENT. */
+CQ_EXPORT int cq_resource_stats_get(cq_pool *pool, const char *name,
+                                    cq_resource_stats *out);
+
+/*
+ * Snapshot of every resource, in resource order, all taken at one moment:
+ * fills up to `cap` entries and sets *count to how many there are (which
+ * may exceed `cap`). Returns 0 or CQ_EINVAL.
+ */
+CQ_EXPORT int cq_pool_snapshot(cq_pool *pool, cq_resource_stats *out,
+                               size_t cap, size_t *count);
 
 /* ------------------------------------------------------------------------ */
 /* Device pools                                                              */
@@ -282,20 +410,6 @@ CQ_EXPORT int cq_devices_add(cq_pool *pool, const char *name, size_t count,
  */
 CQ_EXPORT int cq_device_amount_parse(const char *text, int64_t *milli);
 
-/* A consistent snapshot of a device pool as a whole. */
-typedef struct cq_devices_stats {
-  uint32_t devices;       /* devices in the pool */
-  uint32_t online;        /* of which take new work */
-  int64_t in_use_milli;   /* thousandths held, all devices */
-  int64_t withheld_milli; /* free thousandths on devices reserved for the
-                             pool's claimant */
-  uint64_t waiting;       /* waiting requests that ask for this pool */
-  uint64_t grants;        /* grants that included this pool, ever */
-} cq_devices_stats;
-
-CQ_EXPORT int cq_devices_stats_get(cq_pool *pool, const char *name,
-                                   cq_devices_stats *out);
-
 /* A snapshot of one device. */
 typedef struct cq_device_stats {
   char id[CQ_DEVICE_ID_MAX + 1]; /* physical id or UUID */
@@ -312,6 +426,16 @@ typedef struct cq_device_stats {
  * Returns 0, CQ_EINVAL or CQ_ENOENT (no such pool or device). */
 CQ_EXPORT int cq_device_stats_get(cq_pool *pool, const char *name,
                                   uint32_t index, cq_device_stats *out);
+
+/*
+ * Take device `index` offline (online = 0): it takes no new work, and its
+ * holders keep it until they release. Waiters that can then never fit (more
+ * whole devices than remain online, or any request when none does) fail
+ * with CQ_ENEVER. Bringing it back online grants the waiters that now fit.
+ * Thread-safe. Returns 0, CQ_EINVAL or CQ_ENOENT.
+ */
+CQ_EXPORT int cq_device_set_online(cq_pool *pool, const char *name,
+                                   uint32_t index, int online);
 
 /* ------------------------------------------------------------------------ */
 /* GPU detection                                                             */
@@ -385,14 +509,15 @@ typedef struct cq_req {
 CQ_EXPORT int cq_req_init(cq_req *req, cq_pool *pool);
 
 /*
- * Add `amount` units of budget `resource` to the request. The amount is
- * checked against the budget now; the acquire calls check again, since
- * capacities can change. On failure the request is unchanged and
- * cq_req_error() says why, naming the resource, the amount and the capacity
- * (`request asks warehouse-db:12 but its capacity is 10`). Not thread-safe
- * against attempts using the same request.
- * Returns 0, CQ_EINVAL (NULL, not initialised), CQ_ENOENT (no such budget),
- * CQ_ERANGE (amount zero or negative), CQ_ENEVER (more than the capacity),
+ * Add `amount` units of budget `resource` to the request. The name, the
+ * amount's sign and duplicates are checked now; whether the amount fits the
+ * capacity is checked by every acquire, since capacities can change (a
+ * request larger than its budget then fails at once with CQ_ENEVER, its
+ * message naming resource, amount and capacity). On failure the request is
+ * unchanged and cq_req_error() says why. Not thread-safe against attempts
+ * using the same request.
+ * Returns 0, CQ_EINVAL (NULL, not initialised, a device pool or a class),
+ * CQ_ENOENT (no such resource), CQ_ERANGE (amount zero or negative),
  * CQ_EEXIST (the request already names it) or CQ_ETOOMANY.
  */
 CQ_EXPORT int cq_req_add(cq_req *req, const char *resource, int64_t amount);
@@ -400,17 +525,17 @@ CQ_EXPORT int cq_req_add(cq_req *req, const char *resource, int64_t amount);
 /*
  * Add a fraction of one device of pool `resource`: `milli` thousandths,
  * 1..CQ_DEVICE_MILLI. The grant holds it on one device, chosen best-fit.
- * Returns as cq_req_add(); CQ_ERANGE for a fraction out of range, CQ_ENEVER
- * when the pool has no device online.
+ * Returns as cq_req_add(); CQ_ERANGE for a fraction out of range. (An
+ * acquire fails with CQ_ENEVER while the pool has no device online.)
  */
 CQ_EXPORT int cq_req_add_fraction(cq_req *req, const char *resource,
                                   int64_t milli);
 
 /*
  * Add `count` whole devices of pool `resource`, all or nothing: nothing is
- * held while the request waits. Returns as cq_req_add(); CQ_ENEVER when the
- * pool has fewer devices online (`request asks 3 devices of gpu but it has
- * 2`).
+ * held while the request waits. Returns as cq_req_add(). (An acquire fails
+ * with CQ_ENEVER while the pool has fewer devices online: `request asks 3
+ * devices of gpu but it has 2`.)
  */
 CQ_EXPORT int cq_req_add_devices(cq_req *req, const char *resource,
                                  int64_t count);
@@ -423,6 +548,24 @@ CQ_EXPORT int cq_req_add_devices(cq_req *req, const char *resource,
  */
 CQ_EXPORT int cq_req_add_str(cq_req *req, const char *resource,
                              const char *amount);
+
+/*
+ * Give the request a class (see cq_class_add()): each grant of it counts as
+ * one worker of the class. Returns as cq_req_add(); CQ_EINVAL if `name` is
+ * not a class.
+ */
+CQ_EXPORT int cq_req_set_class(cq_req *req, const char *name);
+
+/*
+ * Add the items of a request spec, for command lines and configuration:
+ * `gpu=0.5,warehouse-db=1,class=predict`. Each item is `resource=amount`
+ * (see cq_req_add_str()) or `class=name`; blanks around items and `=` are
+ * allowed. All or nothing: on failure the request is unchanged and
+ * cq_req_error() points at the offending character, e.g.
+ * `request spec: expected '=' after "gpu" at column 4`.
+ * Returns 0, CQ_EPARSE, or an error of the cq_req_add*() calls.
+ */
+CQ_EXPORT int cq_req_parse(cq_req *req, const char *spec);
 
 /* Number of resources the request names. */
 CQ_EXPORT size_t cq_req_count(const cq_req *req);
@@ -506,6 +649,14 @@ CQ_EXPORT int cq_grant_submit(cq_pool *pool, cq_grant *grant, const cq_req *req,
 CQ_EXPORT int cq_grant_cancel(cq_pool *pool, cq_grant *grant);
 
 /*
+ * End a waiting attempt with `status`: CQ_ECANCELED (as cq_grant_cancel()),
+ * CQ_ETIMEDOUT or CQ_ECLOSED. For hosts that keep their own timers or
+ * close their own part of a pool, such as the libuv adapter. Same rules and
+ * returns as cq_grant_cancel(), and CQ_EINVAL for another status.
+ */
+CQ_EXPORT int cq_grant_abort(cq_pool *pool, cq_grant *grant, int status);
+
+/*
  * Release a held grant: every unit it holds returns to the pool at once and
  * the waiters that now fit are granted. Releasing twice, or into another
  * pool, is refused and changes nothing. Thread-safe; callable from a
@@ -566,6 +717,108 @@ CQ_EXPORT int cq_grant_is_held(const cq_grant *grant);
  * `request asks warehouse-db:12 but its capacity is 10`; "" if none.
  */
 CQ_EXPORT const char *cq_grant_error(const cq_grant *grant);
+
+/* ------------------------------------------------------------------------ */
+/* For host schedulers                                                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Headroom: how many more copies of `req` could be granted right now, one
+ * after another, counting class caps and what is withheld or reserved for
+ * waiters. A host uses it to decide how many workers to start. *copies is
+ * INT64_MAX for an empty request. Thread-safe.
+ * Returns 0, CQ_EINVAL, CQ_EPOOL, CQ_ENOENT (a resource was removed) or
+ * CQ_ENEVER (the request can never fit; *copies is 0).
+ */
+CQ_EXPORT int cq_req_headroom(cq_pool *pool, const cq_req *req,
+                              int64_t *copies);
+
+/* A task of a pipeline: its name and its request. */
+typedef struct cq_task {
+  const char *name;
+  const cq_req *req;
+} cq_task;
+
+/* Called by cq_tasks_validate() for each problem found. */
+typedef void (*cq_problem_fn)(size_t task, int err, const char *message,
+                              void *arg);
+
+/*
+ * Startup validation of a whole set of tasks: reports every request that can
+ * never fit, each with a message naming the task and the resource, e.g.
+ * `task "predict" requires gpu:8 but the pool only has 1`. It does not stop
+ * at the first problem. Thread-safe.
+ * Returns 0 when every task can run, CQ_ENEVER (or CQ_ENOENT, CQ_EPOOL for
+ * the first such problem) otherwise, or CQ_EINVAL.
+ */
+CQ_EXPORT int cq_tasks_validate(cq_pool *pool, const cq_task *tasks, size_t n,
+                                cq_problem_fn fn, void *arg);
+
+/* How much room there is for one more job, for pull-based runners. */
+enum cq_room_kind {
+  CQ_ROOM_NONE = 0,       /* no job can start now */
+  CQ_ROOM_LIMITED = 1,    /* a job fits within the amounts listed */
+  CQ_ROOM_EVERYTHING = 2, /* the pool is idle and every budget allows a lone
+                             request: any job fits, however large */
+  CQ_ROOM_UNLIMITED = 3   /* no resource limits jobs (only a job cap, which
+                             is not reached) */
+};
+
+#define CQ_ROOM_MAX 32
+
+typedef struct cq_room {
+  int kind; /* enum cq_room_kind */
+  size_t count;
+  struct {
+    char name[CQ_NAME_MAX + 1];
+    int64_t units; /* open units after reservations (devices: thousandths
+                      free on devices not reserved) */
+    int64_t largest_milli; /* device pools: the largest fraction that fits */
+    uint32_t whole;        /* device pools: entirely free devices */
+  } items[CQ_ROOM_MAX];    /* budgets and device pools, resource order */
+} cq_room;
+
+/*
+ * Room query: what is free for a new job, per budget and device pool,
+ * after reservations. `job_class` (may be NULL) is the class that caps the
+ * number of jobs; when it is at its cap the room is CQ_ROOM_NONE, as it is
+ * when any budget has nothing open. Thread-safe.
+ * Returns 0, CQ_EINVAL or CQ_ENOENT (no such class).
+ */
+CQ_EXPORT int cq_pool_room(cq_pool *pool, const char *job_class, cq_room *out);
+
+/*
+ * Declare resources from one string, for command lines and environment
+ * variables: `gpu=auto,warehouse-db=10,memory_mib=24576,license=3`.
+ * - `gpu=auto` adds a device pool from GPU detection (cq_gpu_detect() with
+ *   `detect`, which may be NULL); `gpu=4` adds 4 devices. `gpu` is a device
+ *   pool; another name is one with the option `:devices` (`tpu:devices=8`).
+ * - Other names are budgets; `name:lone=N` turns on the lone-request
+ *   allowance.
+ * - `name:class=N` adds a class of N workers.
+ * All or nothing: on failure nothing is added and `err` (may be NULL) says
+ * what and where, e.g. `resource spec: expected '=' after "warehouse-db" at
+ * column 13`. Thread-safe.
+ * Returns 0, CQ_EPARSE, CQ_EEXIST (a name is taken or repeated), CQ_ERANGE,
+ * CQ_ENOMEM, CQ_ETOOMANY (the pool's table is full) or CQ_EINVAL.
+ */
+CQ_EXPORT int cq_pool_add_spec(cq_pool *pool, const char *spec,
+                               const cq_detect_opts *detect, char *err,
+                               size_t err_len);
+
+/* Receives text from cq_pool_write_metrics(); a non-zero return stops it. */
+typedef int (*cq_write_fn)(const char *text, size_t len, void *arg);
+
+/*
+ * Write a snapshot of the whole pool in the Prometheus text exposition
+ * format (version 0.0.4): metric names prefixed `cronoq_`, labels
+ * `resource`, `device` and `class`. A host serves it on its metrics
+ * endpoint. The snapshot is taken at one moment; `write` is called after,
+ * without the lock. Returns 0, CQ_EINVAL, CQ_ENOMEM, or what `write`
+ * returned when it stopped.
+ */
+CQ_EXPORT int cq_pool_write_metrics(cq_pool *pool, cq_write_fn write,
+                                    void *arg);
 
 #ifdef __cplusplus
 }

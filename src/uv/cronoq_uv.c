@@ -1,0 +1,343 @@
+/*
+ * The libuv adapter: a core callback acquire whose outcome is carried to
+ * the loop's thread.
+ *
+ * Every request the adapter submitted and whose outcome it has not
+ * delivered yet is "pending": it is on the adapter's pending list (loop
+ * thread only) and, with a deadline, in its deadline tree. The core calls
+ * `on_outcome` exactly once per request, on whichever thread decided it. On
+ * the loop's thread the outcome is delivered at once; on another thread it
+ * is pushed onto a mutex-guarded queue and the loop is woken with
+ * uv_async_send(), whose wake-ups coalesce: the async callback drains the
+ * whole queue.
+ *
+ * Deadlines are the adapter's own: the core waits without limit, and one uv
+ * timer, set to the earliest pending deadline, ends late requests with
+ * cq_grant_abort(CQ_ETIMEDOUT). libuv's clock is cached per loop iteration,
+ * so the timer can fire a little early by cq_now(); then it is set again.
+ *
+ * Closing aborts every request still waiting (CQ_ECLOSED); requests already
+ * granted but not yet delivered (their outcome is on its way from another
+ * thread) are waited for, released, and reported closed too. Only then are
+ * the handles closed, so no thread can touch the async handle afterwards.
+ */
+#include "cq_internal.h"
+
+#include "cronoq/cronoq_uv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { REQ_IDLE = 0, REQ_PENDING = 1 };
+
+struct uvreq {
+  cq_uv *uv;
+  cq_uv_cb cb;
+  int64_t deadline; /* CQ_NEVER: none */
+  uint64_t seq;     /* orders equal deadlines */
+  int status;       /* the core's outcome, once known */
+  uint8_t state;
+  bool timed;                /* in the deadline tree */
+  bool abort_tried;          /* closing: abort already attempted */
+  struct uvreq *prev, *next; /* pending list */
+  struct uvreq *qnext;       /* outcome queue from other threads */
+  cq__rbnode dnode;          /* deadline tree */
+};
+
+_Static_assert(sizeof(struct uvreq) <= sizeof(((cq_uv_req *)0)->cq_private),
+               "cq_uv_req storage too small");
+_Static_assert(_Alignof(struct uvreq) <= _Alignof(uint64_t),
+               "cq_uv_req storage misaligned");
+
+struct cq_uv {
+  uv_loop_t *loop;
+  cq_pool *pool;
+  cq_allocator alloc;
+  void *data;
+  uv_thread_t loop_thread;
+  uv_async_t async;
+  uv_timer_t timer;
+  uv_mutex_t qlock;
+  struct uvreq *qhead, **qtail; /* outcomes from other threads */
+  struct uvreq *pending;        /* submitted, outcome not delivered */
+  cq__rbtree deadlines;
+  uint64_t next_seq;
+  bool closing;         /* no new acquires; pending ones are being failed */
+  bool handles_closing; /* uv_close() called on both handles */
+  int open_handles;
+  cq_uv_close_cb close_cb;
+};
+
+static struct uvreq *req_of(cq_uv_req *r) {
+  return (struct uvreq *)(void *)r->cq_private;
+}
+
+static cq_uv_req *pub_of(struct uvreq *u) {
+  return CQ__CONTAINER_OF(u, cq_uv_req, cq_private);
+}
+
+static bool on_loop_thread(const cq_uv *uv) {
+  uv_thread_t self = uv_thread_self();
+  return uv_thread_equal(&self, &uv->loop_thread) != 0;
+}
+
+static int deadline_cmp(const cq__rbnode *a, const cq__rbnode *b) {
+  const struct uvreq *x = CQ__CONTAINER_OF(a, struct uvreq, dnode);
+  const struct uvreq *y = CQ__CONTAINER_OF(b, struct uvreq, dnode);
+  if (x->deadline != y->deadline)
+    return x->deadline < y->deadline ? -1 : 1;
+  return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static void pending_unlink(cq_uv *uv, struct uvreq *u) {
+  if (u->prev != NULL)
+    u->prev->next = u->next;
+  else
+    uv->pending = u->next;
+  if (u->next != NULL)
+    u->next->prev = u->prev;
+  u->prev = u->next = NULL;
+  if (u->timed) {
+    cq__rb_remove(&uv->deadlines, &u->dnode);
+    u->timed = false;
+  }
+}
+
+static void timer_cb(uv_timer_t *t);
+static void maybe_finish_close(cq_uv *uv);
+
+/* Set the timer to the earliest pending deadline, or stop it. */
+static void arm_timer(cq_uv *uv) {
+  cq__rbnode *n = cq__rb_first(&uv->deadlines);
+  if (n == NULL || uv->closing) {
+    (void)uv_timer_stop(&uv->timer);
+    return;
+  }
+  int64_t due = CQ__CONTAINER_OF(n, struct uvreq, dnode)->deadline;
+  int64_t wait = due - cq_now();
+  (void)uv_timer_start(&uv->timer, timer_cb, wait > 0 ? (uint64_t)wait : 0, 0);
+}
+
+/* Hand a request its outcome, on the loop's thread. */
+static void deliver(cq_uv *uv, struct uvreq *u) {
+  bool was_first = u->timed && cq__rb_first(&uv->deadlines) == &u->dnode;
+  pending_unlink(uv, u);
+  int status = u->status;
+  if (uv->closing && status == 0) {
+    /* Granted on another thread just as the adapter closed. */
+    (void)cq_grant_release(uv->pool, &pub_of(u)->grant);
+    status = CQ_ECLOSED;
+  }
+  u->state = REQ_IDLE;
+  if (was_first)
+    arm_timer(uv);
+  u->cb(pub_of(u), status); /* may acquire again, release, close */
+  maybe_finish_close(uv);
+}
+
+/* The core's callback: any thread, no lock held. */
+static void on_outcome(cq_grant *grant, int status) {
+  cq_uv_req *r = CQ__CONTAINER_OF(grant, cq_uv_req, grant);
+  struct uvreq *u = req_of(r);
+  cq_uv *uv = u->uv;
+  u->status = status;
+  if (on_loop_thread(uv)) {
+    deliver(uv, u);
+    return;
+  }
+  /* Send while holding the queue's lock: the loop thread drains the queue
+   * under it, so it cannot deliver `u`, finish closing and free the
+   * adapter before this send is done. */
+  uv_mutex_lock(&uv->qlock);
+  u->qnext = NULL;
+  *uv->qtail = u;
+  uv->qtail = &u->qnext;
+  (void)uv_async_send(&uv->async);
+  uv_mutex_unlock(&uv->qlock);
+}
+
+static void async_cb(uv_async_t *a) {
+  cq_uv *uv = a->data;
+  uv_mutex_lock(&uv->qlock);
+  struct uvreq *list = uv->qhead;
+  uv->qhead = NULL;
+  uv->qtail = &uv->qhead;
+  uv_mutex_unlock(&uv->qlock);
+  while (list != NULL) {
+    struct uvreq *u = list;
+    list = u->qnext;
+    deliver(uv, u);
+  }
+}
+
+static void timer_cb(uv_timer_t *t) {
+  cq_uv *uv = t->data;
+  int64_t now = cq_now();
+  cq__rbnode *n;
+  while ((n = cq__rb_first(&uv->deadlines)) != NULL) {
+    struct uvreq *u = CQ__CONTAINER_OF(n, struct uvreq, dnode);
+    if (u->deadline > now)
+      break; /* libuv's cached clock woke us early: wait for the rest */
+    cq__rb_remove(&uv->deadlines, &u->dnode);
+    u->timed = false;
+    /* Delivered from within this call unless the outcome is already on
+     * its way from another thread. */
+    (void)cq_grant_abort(uv->pool, &pub_of(u)->grant, CQ_ETIMEDOUT);
+  }
+  arm_timer(uv);
+}
+
+static void handle_closed(uv_handle_t *h) {
+  cq_uv *uv = h->data;
+  if (--uv->open_handles > 0)
+    return;
+  if (uv->close_cb != NULL)
+    uv->close_cb(uv);
+  uv_mutex_destroy(&uv->qlock);
+  uv->alloc.free(uv, uv->alloc.arg);
+}
+
+/* Once closing and nothing is pending, no outcome can arrive any more:
+ * close the handles. */
+static void maybe_finish_close(cq_uv *uv) {
+  if (!uv->closing || uv->pending != NULL || uv->handles_closing)
+    return;
+  uv->handles_closing = true;
+  uv_close((uv_handle_t *)&uv->timer, handle_closed);
+  uv_close((uv_handle_t *)&uv->async, handle_closed);
+}
+
+int cq_uv_init(cq_uv **out, uv_loop_t *loop, cq_pool *pool,
+               const cq_allocator *alloc) {
+  if (out == NULL || loop == NULL || pool == NULL)
+    return CQ_EINVAL;
+  cq_allocator a = cq__sys_allocator();
+  if (alloc != NULL) {
+    if (alloc->alloc == NULL || alloc->free == NULL)
+      return CQ_EINVAL;
+    a = *alloc;
+  }
+  cq_uv *uv = a.alloc(sizeof(*uv), a.arg);
+  if (uv == NULL)
+    return CQ_ENOMEM;
+  memset(uv, 0, sizeof(*uv));
+  uv->loop = loop;
+  uv->pool = pool;
+  uv->alloc = a;
+  uv->loop_thread = uv_thread_self();
+  uv->qtail = &uv->qhead;
+  if (uv_mutex_init(&uv->qlock) != 0) {
+    a.free(uv, a.arg);
+    return CQ_ESYS;
+  }
+  if (uv_async_init(loop, &uv->async, async_cb) != 0) {
+    uv_mutex_destroy(&uv->qlock);
+    a.free(uv, a.arg);
+    return CQ_ESYS;
+  }
+  uv->async.data = uv;
+  if (uv_timer_init(loop, &uv->timer) != 0) {
+    /* The async handle must be closed through the loop, which frees the
+     * adapter when it runs. */
+    uv->closing = uv->handles_closing = true;
+    uv->open_handles = 1;
+    uv_close((uv_handle_t *)&uv->async, handle_closed);
+    return CQ_ESYS;
+  }
+  uv->timer.data = uv;
+  uv->open_handles = 2;
+  *out = uv;
+  return 0;
+}
+
+int cq_uv_acquire(cq_uv *uv, cq_uv_req *req, const cq_req *request,
+                  int64_t deadline_ms, cq_uv_cb cb) {
+  if (uv == NULL || req == NULL || request == NULL || cb == NULL)
+    return CQ_EINVAL;
+  if (uv->closing)
+    return CQ_ECLOSED;
+  struct uvreq *u = req_of(req);
+  if (u->state == REQ_PENDING && u->uv == uv)
+    return CQ_ESTATE;
+  memset(u, 0, sizeof(*u));
+  u->uv = uv;
+  u->cb = cb;
+  u->deadline = deadline_ms;
+  u->seq = uv->next_seq++;
+  u->state = REQ_PENDING;
+  /* On the pending list first: the outcome may come before submit returns. */
+  u->next = uv->pending;
+  if (uv->pending != NULL)
+    uv->pending->prev = u;
+  uv->pending = u;
+
+  /* The core times out only a deadline already past (one attempt); later
+   * deadlines are the uv timer's. */
+  bool past = deadline_ms != CQ_NEVER && deadline_ms <= cq_now();
+  uint64_t seq = u->seq;
+  int rc = cq_grant_submit(uv->pool, &req->grant, request,
+                           past ? deadline_ms : CQ_NEVER, on_outcome);
+  if (rc != 0) {
+    pending_unlink(uv, u);
+    u->state = REQ_IDLE;
+    return rc;
+  }
+  /* Still this attempt, still pending? (Its callback may have run already,
+   * and may even have started a new attempt with the same req.) */
+  bool mine = u->seq == seq && u->state == REQ_PENDING;
+  if (mine && deadline_ms != CQ_NEVER && !past) {
+    bool first = cq__rb_first(&uv->deadlines) == NULL ||
+                 deadline_ms < CQ__CONTAINER_OF(cq__rb_first(&uv->deadlines),
+                                                struct uvreq, dnode)
+                                   ->deadline;
+    cq__rb_insert(&uv->deadlines, &u->dnode, deadline_cmp);
+    u->timed = true;
+    if (first)
+      arm_timer(uv);
+  }
+  return 0;
+}
+
+int cq_uv_cancel(cq_uv_req *req) {
+  if (req == NULL || req_of(req)->uv == NULL)
+    return CQ_EINVAL;
+  return cq_grant_cancel(req_of(req)->uv->pool, &req->grant);
+}
+
+int cq_uv_release(cq_uv_req *req) {
+  if (req == NULL || req_of(req)->uv == NULL)
+    return CQ_EINVAL;
+  return cq_grant_release(req_of(req)->uv->pool, &req->grant);
+}
+
+int cq_uv_close(cq_uv *uv, cq_uv_close_cb cb) {
+  if (uv == NULL)
+    return CQ_EINVAL;
+  if (uv->closing)
+    return CQ_ECLOSED;
+  uv->closing = true;
+  uv->close_cb = cb;
+  (void)uv_timer_stop(&uv->timer);
+  /* Abort each request still waiting; its callback runs from within the
+   * abort. Callbacks may cancel or release others, so look again from the
+   * start after each one. Requests whose outcome is already on its way
+   * from another thread refuse the abort; the async callback delivers them
+   * (closed) before the close completes. */
+  for (;;) {
+    struct uvreq *u = uv->pending;
+    while (u != NULL && u->abort_tried)
+      u = u->next;
+    if (u == NULL)
+      break;
+    u->abort_tried = true;
+    (void)cq_grant_abort(uv->pool, &pub_of(u)->grant, CQ_ECLOSED);
+  }
+  maybe_finish_close(uv);
+  return 0;
+}
+
+cq_pool *cq_uv_pool(const cq_uv *uv) { return uv != NULL ? uv->pool : NULL; }
+
+uv_loop_t *cq_uv_loop(const cq_uv *uv) { return uv != NULL ? uv->loop : NULL; }
+
+void **cq_uv_data(cq_uv *uv) { return uv != NULL ? &uv->data : NULL; }
