@@ -5,6 +5,8 @@
 
 #include <cronoq/cronoq.h>
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,7 @@ struct figure {
   int has_base;
   double ratio;
   double goal;
+  int goal_is_min; /* the goal is a floor on the ratio, not a ceiling */
 };
 
 static struct figure *figures;
@@ -93,6 +96,17 @@ void cqb_figure(const char *group, const char *name, const char *unit,
   f->goal = goal_max_ratio;
 }
 
+void cqb_figure_min(const char *group, const char *name, const char *unit,
+                    struct cqb_stat s, const char *base_name,
+                    const struct cqb_stat *base, double goal_min_ratio) {
+  cqb_figure(group, name, unit, s, base_name, base, goal_min_ratio);
+  figures[n_figures - 1].goal_is_min = 1;
+}
+
+static int goal_met(const struct figure *f) {
+  return f->goal_is_min ? f->ratio >= f->goal : f->ratio <= f->goal;
+}
+
 void cqb_note(const char *fmt, ...) {
   if (n_notes == 64)
     return;
@@ -110,6 +124,33 @@ void cqb_fail(const char *fmt, ...) {
   fprintf(stderr, "\n");
   va_end(ap);
   exit(2);
+}
+
+/* Pin the calling thread to one CPU (modulo the CPUs there are), so that
+ * every handoff crosses the same way: one CPU to another. */
+void cqb_pin_to(int cpu) {
+#ifdef __linux__
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 2)
+    return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu % n, &set);
+  (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+#else
+  (void)cpu;
+#endif
+}
+
+void cqb_unpin(void) {
+#ifdef __linux__
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  for (long i = 0; i < n && i < CPU_SETSIZE; i++)
+    CPU_SET(i, &set);
+  (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+#endif
 }
 
 /* ------------------------------------------------------------------------ */
@@ -183,7 +224,7 @@ void cqb_print_header(void) {
 static const char *goal_mark(const struct figure *f) {
   if (f->goal <= 0 || !f->has_base)
     return "";
-  return f->ratio <= f->goal ? "met" : "MISSED";
+  return goal_met(f) ? "met" : "MISSED";
 }
 
 void cqb_print_results(void) {
@@ -203,7 +244,8 @@ void cqb_print_results(void) {
       snprintf(ratio, sizeof(ratio), "%.2fx", f->ratio);
     }
     if (f->goal > 0)
-      snprintf(goal, sizeof(goal), "<= %.2fx %s", f->goal, goal_mark(f));
+      snprintf(goal, sizeof(goal), "%s %.2fx %s",
+               f->goal_is_min ? ">=" : "<=", f->goal, goal_mark(f));
     printf("  %-44s %12.4g %23s  %-7s %-30s %7s  %s\n", f->name, f->s.med,
            range, f->unit, base, ratio, goal);
   }
@@ -230,7 +272,7 @@ void cqb_write_outputs(void) {
     if (f == NULL)
       cqb_fail("cannot write %s", cqb_opts.csv);
     fprintf(f, "group,figure,unit,median,min,max,baseline,baseline_median,"
-               "ratio,goal_max_ratio,goal\n");
+               "ratio,goal_ratio,goal\n");
     for (size_t i = 0; i < n_figures; i++) {
       const struct figure *x = &figures[i];
       fprintf(f, "\"%s\",\"%s\",%s,%.6g,%.6g,%.6g,\"%s\",", x->group, x->name,
@@ -240,7 +282,8 @@ void cqb_write_outputs(void) {
       else
         fprintf(f, ",,");
       if (x->goal > 0)
-        fprintf(f, "%.2f,%s\n", x->goal, goal_mark(x));
+        fprintf(f, "%s%.2f,%s\n", x->goal_is_min ? ">=" : "<=", x->goal,
+                goal_mark(x));
       else
         fprintf(f, ",\n");
     }
@@ -279,8 +322,9 @@ void cqb_write_outputs(void) {
                 x->ratio);
       }
       if (x->goal > 0)
-        fprintf(f, ", \"goal_max_ratio\": %.2f, \"goal_met\": %s", x->goal,
-                x->ratio <= x->goal ? "true" : "false");
+        fprintf(f, ", \"%s\": %.2f, \"goal_met\": %s",
+                x->goal_is_min ? "goal_min_ratio" : "goal_max_ratio", x->goal,
+                goal_met(x) ? "true" : "false");
       fprintf(f, "}%s\n", i + 1 < n_figures ? "," : "");
     }
     fprintf(f, "  ]\n}\n");

@@ -46,8 +46,12 @@ void cqb_figure(const char *group, const char *name, const char *unit,
                 struct cqb_stat s, const char *base_name,
                 const struct cqb_stat *base, double goal_max_ratio);
 
-/* Record a figure compared with another figure of the same run (a flatness
- * check: ratio to the smallest size). */
+/* A figure that is a rate: its goal is a floor on the ratio. */
+void cqb_figure_min(const char *group, const char *name, const char *unit,
+                    struct cqb_stat s, const char *base_name,
+                    const struct cqb_stat *base, double goal_min_ratio);
+
+/* A note printed under the table. */
 void cqb_note(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))
@@ -60,6 +64,14 @@ void cqb_fail(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn))
 #endif
     ;
+
+/* Pin the calling thread to one CPU (modulo the CPUs there are), or let it
+ * run anywhere again. Cross-thread figures pin their two threads to two
+ * CPUs, so that every wake-up crosses CPUs the same way on both sides of a
+ * comparison: unpinned, the scheduler sometimes puts both on one CPU, and
+ * a wake-up then costs a third of a cross-CPU one. */
+void cqb_pin_to(int cpu);
+void cqb_unpin(void);
 
 /* Progress: announce the number of steps, then tick once per step. */
 void cqb_progress_plan(int steps);
@@ -75,5 +87,7 @@ int cqb_micro_core_plan(void);
 void cqb_micro_core(void);
 int cqb_micro_devices_plan(void);
 void cqb_micro_devices(void);
+int cqb_micro_uv_plan(void);
+void cqb_micro_uv(void);
 
 #endif /* CRONOQ_BENCH_HARNESS_H */

@@ -82,9 +82,16 @@ int main(int argc, char **argv) {
   cqb_print_header();
   fflush(stdout);
   (void)cmd; /* micro is the whole of "all" until the simulator lands */
-  cqb_progress_plan(cqb_micro_core_plan() + cqb_micro_devices_plan());
+  int steps = cqb_micro_core_plan() + cqb_micro_devices_plan();
+#ifdef CRONOQ_BENCH_UV
+  steps += cqb_micro_uv_plan();
+#endif
+  cqb_progress_plan(steps);
   cqb_micro_core();
   cqb_micro_devices();
+#ifdef CRONOQ_BENCH_UV
+  cqb_micro_uv();
+#endif
   cqb_print_results();
   cqb_write_outputs();
   return 0;

@@ -15,12 +15,12 @@
 #include <cronoq/cronoq.h>
 
 #include <pthread.h>
-#include <unistd.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static long uncontended_ops(void) {
   return cqb_opts.size == CQB_QUICK  ? 200000
@@ -165,36 +165,9 @@ struct handoff {
   int waiting, flag;
 };
 
-/* Pin the calling thread to one CPU (modulo the CPUs there are), so that
- * every handoff crosses the same way: one CPU to another. */
-static void pin_to(int cpu) {
-#ifdef __linux__
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  if (n < 2)
-    return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu % n, &set);
-  (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-#else
-  (void)cpu;
-#endif
-}
-
-static void unpin(void) {
-#ifdef __linux__
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  for (long i = 0; i < n && i < CPU_SETSIZE; i++)
-    CPU_SET(i, &set);
-  (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-#endif
-}
-
 static void *handoff_waiter(void *arg) {
   struct handoff *h = arg;
-  pin_to(1);
+  cqb_pin_to(1);
   cq_grant g;
   cq_grant_init(&g);
   for (long i = 0; i < h->rounds; i++) {
@@ -250,7 +223,7 @@ static double rep_handoff(void *arg) {
 
 static void *cond_waiter(void *arg) {
   struct handoff *h = arg;
-  pin_to(1);
+  cqb_pin_to(1);
   for (long i = 0; i < h->rounds; i++) {
     pthread_mutex_lock(&h->lock);
     h->waiting = 1;
@@ -296,25 +269,25 @@ static double rep_cond_handoff(void *arg) {
 static void bench_handoff(void) {
   struct handoff h;
   memset(&h, 0, sizeof(h));
-  h.rounds = cqb_opts.size == CQB_QUICK ? 500
+  h.rounds = cqb_opts.size == CQB_QUICK  ? 500
              : cqb_opts.size == CQB_FULL ? 20000
                                          : 3000;
   /* In turns, so that both see the same machine; thread placement makes
    * single repetitions noisy, so take three times as many. */
   double vb[64], vs[64];
   int reps = cqb_opts.reps * 3 > 64 ? 64 : cqb_opts.reps * 3;
-  pin_to(0);
+  cqb_pin_to(0);
   for (int rep = 0; rep < reps; rep++) {
     vb[rep] = rep_cond_handoff(&h);
     vs[rep] = rep_handoff(&h);
     if (vb[rep] < 0 || vs[rep] < 0)
       cqb_fail("handoff: the benchmark's own check failed");
   }
-  unpin();
+  cqb_unpin();
   struct cqb_stat base = cqb_summarise(vb, reps);
   struct cqb_stat s = cqb_summarise(vs, reps);
-  cqb_figure("handoff", "release -> blocked waiter returns (one way)",
-             "ns", s, "mutex+condvar signal -> waiter returns", &base, 1.5);
+  cqb_figure("handoff", "release -> blocked waiter returns (one way)", "ns", s,
+             "mutex+condvar signal -> waiter returns", &base, 1.5);
   cqb_progress_tick("handoff");
 }
 

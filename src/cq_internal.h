@@ -21,6 +21,7 @@
 #include "cronoq/cronoq.h"
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -338,23 +339,22 @@ struct cq__gitem {
 };
 
 /*
- * A blocked thread waits on its own mutex and condition variable, not on
- * the pool's lock: whoever decides its outcome (under the pool lock) sets
- * `done` and signals under `lock`, and the woken thread returns without
- * waiting for the pool lock. The thread frees these only after it saw
- * `done` under `lock`, so the signaller has let go of them by then.
+ * A blocked thread waits on a semaphore of its own, not on the pool's lock:
+ * whoever decides its outcome posts it after dropping the pool lock, and
+ * the woken thread returns without waiting for any lock (a semaphore wakes
+ * in one futex call, and none when the thread had not yet gone to sleep).
+ * `signalling` is set from just before the post to just after it, and the
+ * thread waits for it to clear before freeing the semaphore.
  */
 struct cq__waitsync {
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  bool done;
+  sem_t sem;
+  _Atomic bool signalling;
 };
 
-/*
- * The fields a sweep touches on a waiter come first, so that granting a
- * waiter that has been parked for long (and fell out of the cache) costs as
- * few cache misses as possible.
- */
+/* Wait for a post until `deadline_ms` (cq_now() clock; CQ_NEVER: no limit):
+ * 0 when posted, else CQ_ETIMEDOUT (or spuriously, on a signal, CQ_ESYS). */
+int cq__sem_wait(sem_t *s, int64_t deadline_ms);
+
 struct cq__grant {
   cq__rbnode bnode;        /* waiting: in the blocker's blocked tree */
   struct cq__grant *qprev; /* waiting: the pool's queue, by arrival */
@@ -372,7 +372,7 @@ struct cq__grant {
   cq_pool *pool;
   int32_t status; /* outcome of the last finished attempt */
   cq_grant_cb cb;
-  struct cq__grant *ready_next; /* callback dispatch list */
+  struct cq__grant *ready_next; /* callback dispatch list, or wake list */
   struct cq__waitsync *sync;    /* blocking waiter's condition variable */
   int64_t deadline_ms;
   int64_t t_enqueue; /* when it started waiting, on the pool's clock */
@@ -405,16 +405,26 @@ struct cq__ctx {
   cq_pool *pool;
   struct cq__grant *ready_head; /* callbacks to run, in order */
   struct cq__grant **ready_tail;
+  struct cq__grant *wake; /* blocked threads to wake */
 };
 
 static inline void cq__ctx_init(struct cq__ctx *c, cq_pool *p) {
   c->pool = p;
   c->ready_head = NULL;
   c->ready_tail = &c->ready_head;
+  c->wake = NULL;
 }
 
-/* Deliver the pool's pending events, then run the callbacks collected in
- * `c`. No lock held. */
+/*
+ * Wake the blocked threads whose outcome was decided. Done after the pool
+ * lock is dropped, so that a woken thread does not at once queue for it
+ * behind the thread that woke it. Safe: a woken thread returns (and frees
+ * its waitsync) only after seeing `done`, which this sets.
+ */
+void cq__ctx_wake(struct cq__ctx *c);
+
+/* Wake the blocked threads, deliver the pool's pending events, then run
+ * the callbacks collected in `c`. No lock held. */
 void cq__ctx_finish(struct cq__ctx *c);
 
 /* Events (event.c). Record one, lock held; deliver pending ones, no lock
@@ -553,9 +563,6 @@ struct cq_pool {
   bool timer_running;
   bool timer_stop;
   int64_t timer_wake_ms; /* deadline the timer thread sleeps towards */
-
-  /* Blocking waiters' condition variables are made with this. */
-  pthread_condattr_t condattr;
 };
 
 static inline int64_t cq__pool_now(const cq_pool *p) {

@@ -17,6 +17,7 @@
  */
 #include "cq_internal.h"
 
+#include <sched.h>
 #include <string.h>
 
 static _Thread_local struct {
@@ -25,7 +26,19 @@ static _Thread_local struct {
   struct cq__grant **tail;
 } tl_dispatch;
 
+void cq__ctx_wake(struct cq__ctx *c) {
+  while (c->wake != NULL) {
+    struct cq__grant *g = c->wake;
+    c->wake = g->ready_next;
+    struct cq__waitsync *w = g->sync;
+    atomic_store_explicit(&w->signalling, true, memory_order_relaxed);
+    (void)sem_post(&w->sem);
+    atomic_store_explicit(&w->signalling, false, memory_order_release);
+  }
+}
+
 void cq__ctx_finish(struct cq__ctx *c) {
+  cq__ctx_wake(c);
   cq__events_deliver(c->pool);
   if (c->ready_head == NULL)
     return;
@@ -160,13 +173,8 @@ int cq_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
   }
 
   struct cq__waitsync sync;
-  sync.done = false;
-  if (pthread_cond_init(&sync.cond, &pool->condattr) != 0) {
-    rc = CQ_ESYS;
-    goto out;
-  }
-  if (cq__mutex_init(&sync.lock) != 0) {
-    (void)pthread_cond_destroy(&sync.cond);
+  atomic_init(&sync.signalling, false);
+  if (sem_init(&sync.sem, 0, 0) != 0) {
     rc = CQ_ESYS;
     goto out;
   }
@@ -177,29 +185,29 @@ int cq_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
   g->deadline_ms = deadline_ms;
   cq__enqueue(pool, g, &ctx);
   cq__mutex_unlock(&pool->lock);
+  cq__ctx_wake(&ctx); /* this very thread, if it fit after all */
 
-  cq__mutex_lock(&sync.lock);
-  while (!sync.done) {
-    cq__cond_wait(&sync.cond, &sync.lock, self_timed ? deadline_ms : CQ_NEVER);
-    if (sync.done || !self_timed || cq_now() < deadline_ms)
-      continue;
-    /* Our deadline passed: leave, unless someone decided meanwhile. The
-     * pool lock comes first, so let go of ours while taking it. */
-    cq__mutex_unlock(&sync.lock);
+  /* One post per attempt, by whoever decides its outcome. */
+  while (cq__sem_wait(&sync.sem, self_timed ? deadline_ms : CQ_NEVER) != 0) {
+    if (!self_timed || cq_now() < deadline_ms)
+      continue; /* a signal, or woken a little early */
+    /* Our deadline passed: leave, unless someone decided meanwhile; either
+     * way the post follows. */
     cq__mutex_lock(&pool->lock);
     if (cq__gstate(g) == CQ__G_WAITING) {
       cq__waiter_leave(pool, g, CQ_ETIMEDOUT, &ctx);
       cq__sweep(pool, &ctx);
     }
     cq__mutex_unlock(&pool->lock);
-    cq__mutex_lock(&sync.lock);
+    cq__ctx_wake(&ctx); /* this thread (timed out) and any it granted */
   }
-  cq__mutex_unlock(&sync.lock);
-  /* `done` was set under sync.lock after the outcome was written. */
+  /* The post came after the outcome was written; the poster may still be
+   * inside sem_post(). */
+  while (atomic_load_explicit(&sync.signalling, memory_order_acquire))
+    sched_yield();
   rc = cq__gstate(g) == CQ__G_HELD ? 0 : g->status;
   g->sync = NULL;
-  (void)pthread_cond_destroy(&sync.cond);
-  cq__mutex_destroy(&sync.lock);
+  (void)sem_destroy(&sync.sem);
   cq__ctx_finish(&ctx);
   return rc;
 

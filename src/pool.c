@@ -73,17 +73,9 @@ int cq_pool_create(cq_pool **out, const cq_pool_config *cfg) {
     goto fail_mutex;
   if (cq__cond_init(&p->timer_cond) != 0)
     goto fail_cond;
-  if (pthread_condattr_init(&p->condattr) != 0)
-    goto fail_attr;
-  if (pthread_condattr_setclock(&p->condattr, CLOCK_MONOTONIC) != 0)
-    goto fail_setclock;
   *out = p;
   return 0;
 
-fail_setclock:
-  (void)pthread_condattr_destroy(&p->condattr);
-fail_attr:
-  (void)pthread_cond_destroy(&p->timer_cond);
 fail_cond:
   cq__mutex_destroy(&p->lock);
 fail_mutex:
@@ -148,7 +140,6 @@ int cq_pool_destroy(cq_pool *pool) {
   }
   cq__free(pool, pool->res);
   cq__free(pool, pool->events);
-  (void)pthread_condattr_destroy(&pool->condattr);
   (void)pthread_cond_destroy(&pool->timer_cond);
   cq__mutex_destroy(&pool->lock);
   pool->alloc.free(pool, pool->alloc.arg);
@@ -184,7 +175,7 @@ static void *timer_main(void *arg) {
     struct cq__ctx ctx;
     cq__ctx_init(&ctx, p);
     cq__expire_due(p, cq_now(), &ctx);
-    if (ctx.ready_head != NULL) {
+    if (ctx.ready_head != NULL || ctx.wake != NULL || p->ev_count != 0) {
       cq__mutex_unlock(&p->lock);
       cq__ctx_finish(&ctx);
       cq__mutex_lock(&p->lock);

@@ -437,12 +437,9 @@ static void dequeue(cq_pool *p, struct cq__grant *g) {
 /* Tell a waiter its attempt is over: wake its thread or queue its callback. */
 static void notify(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
   if (g->style == CQ__STYLE_BLOCKING) {
-    struct cq__waitsync *w = g->sync;
     p->wakeups++;
-    cq__mutex_lock(&w->lock);
-    w->done = true;
-    (void)pthread_cond_signal(&w->cond);
-    cq__mutex_unlock(&w->lock);
+    g->ready_next = ctx->wake; /* woken by cq__ctx_wake() after unlock */
+    ctx->wake = g;
   } else {
     g->ready_next = NULL;
     *ctx->ready_tail = g;

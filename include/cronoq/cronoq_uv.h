@@ -29,8 +29,9 @@ typedef struct cq_uv cq_uv;
 
 /*
  * One acquire on a loop, and once granted the units it holds (in `grant`).
- * The caller owns the storage; it must stay where it is from cq_uv_acquire()
- * until the callback has run, and while the grant is held.
+ * The caller owns the storage: zero it or call cq_uv_req_init() before the
+ * first use; it must stay where it is from cq_uv_acquire() until the
+ * callback has run, and while the grant is held.
  */
 typedef struct cq_uv_req {
   void *data;     /* for the caller */
@@ -46,6 +47,9 @@ typedef struct cq_uv_req {
  * included), release, cancel or close the adapter.
  */
 typedef void (*cq_uv_cb)(cq_uv_req *req, int status);
+
+/* Reset `req` to idle. Never on a pending or held req. */
+CQ_EXPORT void cq_uv_req_init(cq_uv_req *req);
 
 /* Called on the loop's thread once the adapter's handles are closed; the
  * adapter is freed when it returns. */
@@ -83,7 +87,8 @@ CQ_EXPORT int cq_uv_cancel(cq_uv_req *req);
 /*
  * Release a granted req, from any thread: its units return to the pool at
  * once, and waiters that now fit are granted (their callbacks run on their
- * own loops). Returns as cq_grant_release().
+ * own loops). Also after the adapter was closed and freed: a grant outlives
+ * its adapter. Returns as cq_grant_release().
  */
 CQ_EXPORT int cq_uv_release(cq_uv_req *req);
 

@@ -18,13 +18,17 @@
  *
  * Closing aborts every request still waiting (CQ_ECLOSED); requests already
  * granted but not yet delivered (their outcome is on its way from another
- * thread) are waited for, released, and reported closed too. Only then are
- * the handles closed, so no thread can touch the async handle afterwards.
+ * thread) are waited for, released, and reported closed too. Only then, and
+ * once no other thread is still inside uv_async_send() (`senders`), are the
+ * handles closed, so no thread can touch them afterwards. The queue's lock
+ * is held only to link an outcome in, never across the send, so the loop
+ * rarely waits for it.
  */
 #include "cq_internal.h"
 
 #include "cronoq/cronoq_uv.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +36,7 @@ enum { REQ_IDLE = 0, REQ_PENDING = 1 };
 
 struct uvreq {
   cq_uv *uv;
+  cq_pool *pool; /* kept apart: a grant may outlive its adapter */
   cq_uv_cb cb;
   int64_t deadline; /* CQ_NEVER: none */
   uint64_t seq;     /* orders equal deadlines */
@@ -57,6 +62,8 @@ struct cq_uv {
   uv_thread_t loop_thread;
   uv_async_t async;
   uv_timer_t timer;
+  uv_idle_t close_retry; /* closing, while a sender is still sending */
+  _Atomic int senders;   /* threads between queueing and sending */
   uv_mutex_t qlock;
   struct uvreq *qhead, **qtail; /* outcomes from other threads */
   struct uvreq *pending;        /* submitted, outcome not delivered */
@@ -145,15 +152,16 @@ static void on_outcome(cq_grant *grant, int status) {
     deliver(uv, u);
     return;
   }
-  /* Send while holding the queue's lock: the loop thread drains the queue
-   * under it, so it cannot deliver `u`, finish closing and free the
-   * adapter before this send is done. */
+  /* Counted as a sender from before the outcome is visible until after the
+   * send: closing waits for the count to drop to 0. */
+  atomic_fetch_add_explicit(&uv->senders, 1, memory_order_acq_rel);
   uv_mutex_lock(&uv->qlock);
   u->qnext = NULL;
   *uv->qtail = u;
   uv->qtail = &u->qnext;
-  (void)uv_async_send(&uv->async);
   uv_mutex_unlock(&uv->qlock);
+  (void)uv_async_send(&uv->async);
+  atomic_fetch_sub_explicit(&uv->senders, 1, memory_order_acq_rel);
 }
 
 static void async_cb(uv_async_t *a) {
@@ -197,14 +205,21 @@ static void handle_closed(uv_handle_t *h) {
   uv->alloc.free(uv, uv->alloc.arg);
 }
 
+static void close_retry_cb(uv_idle_t *h) { maybe_finish_close(h->data); }
+
 /* Once closing and nothing is pending, no outcome can arrive any more:
- * close the handles. */
+ * close the handles, as soon as the last sender has left uv_async_send(). */
 static void maybe_finish_close(cq_uv *uv) {
   if (!uv->closing || uv->pending != NULL || uv->handles_closing)
     return;
+  if (atomic_load_explicit(&uv->senders, memory_order_acquire) != 0) {
+    (void)uv_idle_start(&uv->close_retry, close_retry_cb);
+    return;
+  }
   uv->handles_closing = true;
   uv_close((uv_handle_t *)&uv->timer, handle_closed);
   uv_close((uv_handle_t *)&uv->async, handle_closed);
+  uv_close((uv_handle_t *)&uv->close_retry, handle_closed);
 }
 
 int cq_uv_init(cq_uv **out, uv_loop_t *loop, cq_pool *pool,
@@ -245,9 +260,24 @@ int cq_uv_init(cq_uv **out, uv_loop_t *loop, cq_pool *pool,
     return CQ_ESYS;
   }
   uv->timer.data = uv;
-  uv->open_handles = 2;
+  if (uv_idle_init(loop, &uv->close_retry) != 0) {
+    uv->closing = uv->handles_closing = true;
+    uv->open_handles = 2;
+    uv_close((uv_handle_t *)&uv->async, handle_closed);
+    uv_close((uv_handle_t *)&uv->timer, handle_closed);
+    return CQ_ESYS;
+  }
+  uv->close_retry.data = uv;
+  uv->open_handles = 3;
   *out = uv;
   return 0;
+}
+
+void cq_uv_req_init(cq_uv_req *req) {
+  if (req == NULL)
+    return;
+  memset(req->cq_private, 0, sizeof(req->cq_private));
+  cq_grant_init(&req->grant);
 }
 
 int cq_uv_acquire(cq_uv *uv, cq_uv_req *req, const cq_req *request,
@@ -261,6 +291,7 @@ int cq_uv_acquire(cq_uv *uv, cq_uv_req *req, const cq_req *request,
     return CQ_ESTATE;
   memset(u, 0, sizeof(*u));
   u->uv = uv;
+  u->pool = uv->pool;
   u->cb = cb;
   u->deadline = deadline_ms;
   u->seq = uv->next_seq++;
@@ -298,16 +329,18 @@ int cq_uv_acquire(cq_uv *uv, cq_uv_req *req, const cq_req *request,
   return 0;
 }
 
+/* Both go through the pool the req was acquired from, never through the
+ * adapter: a holder may release after the adapter closed and was freed. */
 int cq_uv_cancel(cq_uv_req *req) {
-  if (req == NULL || req_of(req)->uv == NULL)
+  if (req == NULL || req_of(req)->pool == NULL)
     return CQ_EINVAL;
-  return cq_grant_cancel(req_of(req)->uv->pool, &req->grant);
+  return cq_grant_cancel(req_of(req)->pool, &req->grant);
 }
 
 int cq_uv_release(cq_uv_req *req) {
-  if (req == NULL || req_of(req)->uv == NULL)
+  if (req == NULL || req_of(req)->pool == NULL)
     return CQ_EINVAL;
-  return cq_grant_release(req_of(req)->uv->pool, &req->grant);
+  return cq_grant_release(req_of(req)->pool, &req->grant);
 }
 
 int cq_uv_close(cq_uv *uv, cq_uv_close_cb cb) {

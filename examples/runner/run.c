@@ -1,0 +1,420 @@
+/*
+ * The run: every job's request is submitted through the libuv adapter at
+ * once, in file order, and the pool's queue decides who starts when
+ * (FIFO with reservation: a job waiting at the head holds back only what
+ * it needs, so a GPU job waiting for a device does not hold back jobs that
+ * need no device). The runner never decides an order itself.
+ *
+ * A job's life on the loop:
+ * - granted (on_granted): its child starts with the grant in its
+ *   environment; a child that cannot start gives its grant back at once;
+ * - the child exits (on_child_exit), whatever the status or signal: its
+ *   grant is released, which may grant waiting jobs and start them from
+ *   within that call;
+ * - a timeout or an interrupt stops the child with SIGTERM, then SIGKILL
+ *   after a grace period (on_kill_timer); the release still follows its
+ *   exit, so the units are never returned while the child runs.
+ *
+ * Each child leads its own process group (UV_PROCESS_DETACHED) and is
+ * signalled as a group: a shell command's own children stop with it, and
+ * none lingers after a timeout or an interrupt.
+ *
+ * An interrupt (SIGINT, SIGTERM) closes the adapter: waiting acquires fail
+ * with CQ_ECLOSED and those jobs are "not started". The run is over when
+ * nothing waits or runs; then the runner closes every handle it owns, so
+ * uv_run() returns and uv_loop_close() succeeds.
+ */
+#include "runner.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void finish_if_done(struct runner *r);
+
+static void close_adapter(struct runner *r) {
+  if (r->adapter_closing)
+    return;
+  /* Set first: cq_uv_close() runs the waiters' callbacks from within. */
+  r->adapter_closing = true;
+  int rc = cq_uv_close(r->adapter, NULL);
+  if (rc != 0)
+    fprintf(stderr, "cronoq-run: closing the adapter: %s\n", cq_strerror(rc));
+}
+
+static void release_job(struct job *job) {
+  /* Also after an interrupt closed the adapter: a grant outlives it. */
+  int rc = cq_uv_release(&job->ureq);
+  if (rc != 0)
+    fprintf(stderr, "cronoq-run: line %zu: release: %s\n", job->line,
+            cq_strerror(rc));
+}
+
+/* A job that ends without running: count it and keep why (NULL: the
+ * summary says enough). */
+static void job_not_run(struct job *job, enum job_state state,
+                        const char *why) {
+  struct runner *r = job->runner;
+  job->state = state;
+  job->ended_ns = uv_hrtime();
+  if (why != NULL) {
+    job->error = strdup(why); /* NULL on failure: the message is printed */
+    fprintf(stderr, "cronoq-run: line %zu: %s: %s\n", job->line,
+            state == JOB_NEVER_FITS     ? "never fits"
+            : state == JOB_SPAWN_FAILED ? "cannot start"
+                                        : "not started",
+            why);
+  }
+  r->finished++;
+  r->failed++;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The grant, as the child's environment                                     */
+/* ------------------------------------------------------------------------ */
+
+/* "CUDA_VISIBLE_DEVICES=<ids>": the devices of the first device pool the
+ * job holds, or the empty value, so that a job without a device sees no
+ * GPU rather than all of them. */
+static char *visible_entry(const struct job *job) {
+  const cq_grant *grant = &job->ureq.grant;
+  struct strbuf sb = {0};
+  sb_puts(&sb, "CUDA_VISIBLE_DEVICES=");
+  size_t n = cq_grant_devices(grant, NULL, NULL, 0);
+  if (n > 0) {
+    size_t len = n * (CQ_DEVICE_ID_MAX + 1) + 1; /* ids and commas */
+    char *ids = malloc(len);
+    if (ids == NULL) {
+      free(sb_take(&sb));
+      return NULL;
+    }
+    if (cq_grant_cuda_visible(grant, NULL, ids, len) == 0)
+      sb_puts(&sb, ids);
+    free(ids);
+  }
+  return sb_take(&sb);
+}
+
+/* "@id+id": the ids of the devices held on pool `name`. */
+static void put_device_ids(struct strbuf *sb, struct runner *r,
+                           const cq_grant *grant, const char *name,
+                           size_t count) {
+  uint32_t *idx = malloc(count * sizeof(*idx));
+  if (idx == NULL) {
+    sb->failed = true;
+    return;
+  }
+  count = cq_grant_devices(grant, name, idx, count);
+  for (size_t i = 0; i < count; i++) {
+    cq_device_stats ds;
+    if (cq_device_stats_get(r->pool, name, idx[i], &ds) == 0)
+      sb_printf(sb, "%c%s", i == 0 ? '@' : '+', ds.id);
+  }
+  free(idx);
+}
+
+/* The next item of an already validated spec: `name=value`, blanks
+ * trimmed. Returns where the following item starts, or NULL at the end. */
+static const char *next_item(const char *p, char *name, char *value) {
+  while (*p == ' ' || *p == '\t' || *p == ',')
+    p++;
+  if (*p == '\0')
+    return NULL;
+  size_t n = strcspn(p, " \t=");
+  snprintf(name, CQ_NAME_MAX + 1, "%.*s", (int)n, p);
+  p += n;
+  p += strspn(p, " \t=");
+  n = strcspn(p, " \t,");
+  snprintf(value, CQ_NAME_MAX + 1, "%.*s", (int)n, p);
+  return p + n;
+}
+
+/* "CRONOQ_GRANT=gpu=0.5@1,memory_mib=8192,class=predict": what the job
+ * holds, item by item in the order its spec names them. Amounts are read
+ * back from the grant, so they say what was granted, not what was asked. */
+static char *grant_entry(struct runner *r, const struct job *job) {
+  const cq_grant *grant = &job->ureq.grant;
+  struct strbuf sb = {0};
+  sb_puts(&sb, "CRONOQ_GRANT=");
+  char name[CQ_NAME_MAX + 1], value[CQ_NAME_MAX + 1];
+  const char *p = job->spec;
+  for (bool first = true; (p = next_item(p, name, value)) != NULL;
+       first = false) {
+    if (!first)
+      sb_puts(&sb, ",");
+    if (strcmp(name, "class") == 0) {
+      sb_printf(&sb, "class=%s", value);
+      continue;
+    }
+    int64_t held = cq_grant_held(grant, name);
+    size_t devices = cq_grant_devices(grant, name, NULL, 0);
+    sb_printf(&sb, "%s=", name);
+    if (devices == 0) {
+      sb_printf(&sb, "%lld", (long long)held);
+      continue;
+    }
+    sb_put_milli(&sb, held);
+    put_device_ids(&sb, r, grant, name, devices);
+  }
+  return sb_take(&sb);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Children                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Signal the child's process group: the child leads it (detached). */
+static void signal_job(struct job *job, int signum) {
+  int rc = uv_kill(-job->process.pid, signum);
+  if (rc != 0 && rc != UV_ESRCH)
+    fprintf(stderr, "cronoq-run: line %zu: kill: %s\n", job->line,
+            uv_strerror(rc));
+}
+
+static void on_kill_timer(uv_timer_t *timer);
+
+/* SIGTERM now, SIGKILL when the grace period ends without an exit. */
+static void terminate_job(struct job *job) {
+  if (job->kill_stage != KILL_NONE)
+    return;
+  signal_job(job, SIGTERM);
+  job->kill_stage = KILL_TERM_SENT;
+  (void)uv_timer_start(&job->kill_timer, on_kill_timer, RUNNER_KILL_GRACE_MS,
+                       0);
+}
+
+static void on_kill_timer(uv_timer_t *timer) {
+  struct job *job = timer->data;
+  if (job->kill_stage == KILL_NONE) {
+    job->timed_out = true;
+    fprintf(stderr, "cronoq-run: line %zu: timed out, stopping it\n",
+            job->line);
+    terminate_job(job);
+  } else if (job->kill_stage == KILL_TERM_SENT) {
+    signal_job(job, SIGKILL);
+    job->kill_stage = KILL_KILL_SENT;
+  }
+}
+
+static void on_child_exit(uv_process_t *process, int64_t exit_status,
+                          int term_signal) {
+  struct job *job = process->data;
+  struct runner *r = job->runner;
+  job->ended_ns = uv_hrtime();
+  job->exit_code = exit_status;
+  job->term_signal = term_signal;
+  job->state = JOB_EXITED;
+  uv_close((uv_handle_t *)&job->kill_timer, NULL);
+  uv_close((uv_handle_t *)process, NULL);
+  r->running--;
+  r->finished++;
+  if (job_failed(job))
+    r->failed++;
+  release_job(job); /* may start the jobs it lets in, from within */
+  finish_if_done(r);
+}
+
+/* Start the granted job's child; on failure, give the grant back. */
+static void start_job(struct job *job) {
+  struct runner *r = job->runner;
+  job->visible_entry = visible_entry(job);
+  job->grant_entry = grant_entry(r, job);
+  if (job->visible_entry == NULL || job->grant_entry == NULL) {
+    release_job(job);
+    job_not_run(job, JOB_SPAWN_FAILED, "out of memory");
+    return;
+  }
+  /* The environment's two slots are ours until uv_spawn() returns: the
+   * child has its copy by then. */
+  r->env[r->env_slot] = job->visible_entry;
+  r->env[r->env_slot + 1] = job->grant_entry;
+
+  char *args[] = {"/bin/sh", "-c", job->command, NULL};
+  uv_stdio_container_t stdio[3];
+  stdio[0].flags = UV_IGNORE; /* libuv opens /dev/null for it */
+  stdio[1].flags = UV_INHERIT_FD;
+  stdio[1].data.fd = 1;
+  stdio[2].flags = UV_INHERIT_FD;
+  stdio[2].data.fd = 2;
+  uv_process_options_t opt;
+  memset(&opt, 0, sizeof(opt));
+  opt.file = args[0];
+  opt.args = args;
+  opt.env = r->env;
+  opt.exit_cb = on_child_exit;
+  opt.flags = UV_PROCESS_DETACHED; /* its own process group, see above */
+  opt.stdio = stdio;
+  opt.stdio_count = 3;
+
+  int rc = uv_timer_init(&r->loop, &job->kill_timer);
+  if (rc != 0) {
+    release_job(job);
+    job_not_run(job, JOB_SPAWN_FAILED, uv_strerror(rc));
+    return;
+  }
+  job->kill_timer.data = job;
+  job->process.data = job;
+  rc = uv_spawn(&r->loop, &job->process, &opt);
+  r->env[r->env_slot] = r->env[r->env_slot + 1] = NULL;
+  if (rc != 0) {
+    /* Both handles are on the loop now, started or not. */
+    uv_close((uv_handle_t *)&job->process, NULL);
+    uv_close((uv_handle_t *)&job->kill_timer, NULL);
+    release_job(job);
+    job_not_run(job, JOB_SPAWN_FAILED, uv_strerror(rc));
+    return;
+  }
+  job->state = JOB_RUNNING;
+  r->running++;
+  if (r->timeout_ms > 0)
+    (void)uv_timer_start(&job->kill_timer, on_kill_timer,
+                         (uint64_t)r->timeout_ms, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The adapter's outcomes, signals, the end of the run                       */
+/* ------------------------------------------------------------------------ */
+
+static void on_granted(cq_uv_req *ureq, int status) {
+  struct job *job = ureq->data;
+  struct runner *r = job->runner;
+  r->waiting--;
+  job->granted_ns = uv_hrtime();
+  if (status == 0)
+    start_job(job);
+  else if (status == CQ_ENEVER) /* a capacity shrank below it */
+    job_not_run(job, JOB_NEVER_FITS, cq_grant_error(&ureq->grant));
+  else /* CQ_ECLOSED: interrupted; reported by the summary */
+    job_not_run(job, JOB_NOT_STARTED,
+                status == CQ_ECLOSED ? NULL : cq_strerror(status));
+  finish_if_done(r);
+}
+
+static void on_signal(uv_signal_t *handle, int signum) {
+  struct runner *r = handle->data;
+  if (r->interrupted != 0) {
+    /* Asked again: do not wait for the grace period. */
+    for (size_t i = 0; i < r->n_jobs; i++) {
+      struct job *job = &r->jobs[i];
+      if (job->state == JOB_RUNNING && job->kill_stage != KILL_KILL_SENT) {
+        signal_job(job, SIGKILL);
+        job->kill_stage = KILL_KILL_SENT;
+      }
+    }
+    return;
+  }
+  r->interrupted = signum;
+  progress_clear(r);
+  fprintf(stderr,
+          "cronoq-run: interrupted: stopping %zu running job(s); %zu "
+          "waiting job(s) will not start\n",
+          r->running, r->waiting);
+  close_adapter(r); /* fails the waiting acquires, from within */
+  for (size_t i = 0; i < r->n_jobs; i++)
+    if (r->jobs[i].state == JOB_RUNNING)
+      terminate_job(&r->jobs[i]);
+  finish_if_done(r);
+}
+
+static void on_progress(uv_timer_t *timer) { progress_draw(timer->data); }
+
+/* Once nothing waits or runs, close every handle the runner owns. Callable
+ * from any callback; acts once. */
+static void finish_if_done(struct runner *r) {
+  if (r->submitting || r->done || r->waiting > 0 || r->running > 0)
+    return;
+  r->done = true;
+  close_adapter(r);
+  uv_close((uv_handle_t *)&r->sigint, NULL);
+  uv_close((uv_handle_t *)&r->sigterm, NULL);
+  if (r->progress) {
+    uv_close((uv_handle_t *)&r->progress_timer, NULL);
+    progress_clear(r);
+  }
+}
+
+/* Close what setup made and run the loop until it is closed. */
+static void setup_failed(struct runner *r, const char *what, int uv_err) {
+  fprintf(stderr, "cronoq-run: %s: %s\n", what, uv_strerror(uv_err));
+  r->done = true;
+  close_adapter(r);
+  (void)uv_run(&r->loop, UV_RUN_DEFAULT);
+  (void)uv_loop_close(&r->loop);
+}
+
+int runner_run(struct runner *r) {
+  int rc = uv_loop_init(&r->loop);
+  if (rc != 0) {
+    fprintf(stderr, "cronoq-run: uv_loop_init: %s\n", uv_strerror(rc));
+    return -1;
+  }
+  rc = cq_uv_init(&r->adapter, &r->loop, r->pool, NULL);
+  if (rc != 0) {
+    fprintf(stderr, "cronoq-run: cq_uv_init: %s\n", cq_strerror(rc));
+    (void)uv_loop_close(&r->loop);
+    return -1;
+  }
+  /* The handlers are in place before the first child starts: a child
+   * leads its own process group, so an interrupt that killed the runner
+   * would leave it running. */
+  if ((rc = uv_signal_init(&r->loop, &r->sigint)) != 0) {
+    setup_failed(r, "uv_signal_init", rc);
+    return -1;
+  }
+  if ((rc = uv_signal_init(&r->loop, &r->sigterm)) != 0) {
+    uv_close((uv_handle_t *)&r->sigint, NULL);
+    setup_failed(r, "uv_signal_init", rc);
+    return -1;
+  }
+  r->sigint.data = r->sigterm.data = r;
+  if ((rc = uv_signal_start(&r->sigint, on_signal, SIGINT)) != 0 ||
+      (rc = uv_signal_start(&r->sigterm, on_signal, SIGTERM)) != 0) {
+    uv_close((uv_handle_t *)&r->sigint, NULL);
+    uv_close((uv_handle_t *)&r->sigterm, NULL);
+    setup_failed(r, "uv_signal_start", rc);
+    return -1;
+  }
+  if (r->progress) {
+    (void)uv_timer_init(&r->loop, &r->progress_timer); /* cannot fail */
+    r->progress_timer.data = r;
+    (void)uv_timer_start(&r->progress_timer, on_progress, 0,
+                         RUNNER_PROGRESS_MS);
+  }
+
+  /* Submit everything, in file order. A request that fits starts its job
+   * from within cq_uv_acquire(); the run cannot finish before the last
+   * submission. */
+  r->submitting = true;
+  for (size_t i = 0; i < r->n_jobs; i++) {
+    struct job *job = &r->jobs[i];
+    job->runner = r;
+    if (job->state == JOB_PARSE_ERROR) { /* reported when read */
+      r->finished++;
+      r->failed++;
+      continue;
+    }
+    cq_uv_req_init(&job->ureq);
+    job->ureq.data = job;
+    job->submitted_ns = uv_hrtime();
+    r->waiting++;
+    rc = cq_uv_acquire(r->adapter, &job->ureq, &job->req, CQ_NEVER, on_granted);
+    if (rc != 0) {
+      r->waiting--;
+      job_not_run(job, rc == CQ_ENEVER ? JOB_NEVER_FITS : JOB_NOT_STARTED,
+                  rc == CQ_ENEVER ? cq_grant_error(&job->ureq.grant)
+                                  : cq_strerror(rc));
+    }
+  }
+  r->submitting = false;
+  finish_if_done(r);
+
+  (void)uv_run(&r->loop, UV_RUN_DEFAULT);
+  rc = uv_loop_close(&r->loop);
+  if (rc != 0) {
+    /* A handle left open: a bug of the runner, reported, not hidden. */
+    fprintf(stderr, "cronoq-run: internal error: the loop did not close: %s\n",
+            uv_strerror(rc));
+    return 1;
+  }
+  return 0;
+}
