@@ -5,6 +5,7 @@
 
 #include <cronoq/cronoq.h>
 
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -31,6 +32,7 @@ struct figure {
   double ratio;
   double goal;
   int goal_is_min; /* the goal is a floor on the ratio, not a ceiling */
+  int quiet;       /* in the CSV and JSON only, not in the table */
 };
 
 static struct figure *figures;
@@ -91,7 +93,9 @@ void cqb_figure(const char *group, const char *name, const char *unit,
     f->has_base = 1;
     f->base = *base;
     snprintf(f->base_name, sizeof(f->base_name), "%s", base_name);
-    f->ratio = base->med > 0 ? s.med / base->med : 0;
+    /* Against a zero baseline: both zero is no difference (0, so that
+     * a ceiling counts as met); anything more is infinitely worse. */
+    f->ratio = base->med > 0 ? s.med / base->med : s.med > 0 ? INFINITY : 0;
   }
   f->goal = goal_max_ratio;
 }
@@ -101,6 +105,13 @@ void cqb_figure_min(const char *group, const char *name, const char *unit,
                     const struct cqb_stat *base, double goal_min_ratio) {
   cqb_figure(group, name, unit, s, base_name, base, goal_min_ratio);
   figures[n_figures - 1].goal_is_min = 1;
+}
+
+void cqb_value(const char *group, const char *name, const char *unit,
+               double value) {
+  struct cqb_stat s = {value, value, value};
+  cqb_figure(group, name, unit, s, NULL, NULL, 0);
+  figures[n_figures - 1].quiet = 1;
 }
 
 static int goal_met(const struct figure *f) {
@@ -231,6 +242,8 @@ void cqb_print_results(void) {
   const char *group = "";
   for (size_t i = 0; i < n_figures; i++) {
     const struct figure *f = &figures[i];
+    if (f->quiet)
+      continue;
     if (strcmp(group, f->group) != 0) {
       group = f->group;
       printf("== %s\n", group);
@@ -318,8 +331,11 @@ void cqb_write_outputs(void) {
       if (x->has_base) {
         fprintf(f, ", \"baseline\": ");
         json_str(f, x->base_name);
-        fprintf(f, ", \"baseline_median\": %.6g, \"ratio\": %.4f", x->base.med,
-                x->ratio);
+        fprintf(f, ", \"baseline_median\": %.6g", x->base.med);
+        if (isfinite(x->ratio))
+          fprintf(f, ", \"ratio\": %.4f", x->ratio);
+        else
+          fprintf(f, ", \"ratio\": null"); /* JSON has no infinity */
       }
       if (x->goal > 0)
         fprintf(f, ", \"%s\": %.2f, \"goal_met\": %s",

@@ -51,6 +51,11 @@ void cqb_figure_min(const char *group, const char *name, const char *unit,
                     struct cqb_stat s, const char *base_name,
                     const struct cqb_stat *base, double goal_min_ratio);
 
+/* A single value (e.g. a deterministic simulation figure), written to the
+ * CSV and JSON but left out of the table: its suite prints its own. */
+void cqb_value(const char *group, const char *name, const char *unit,
+               double value);
+
 /* A note printed under the table. */
 void cqb_note(const char *fmt, ...)
 #if defined(__GNUC__)
@@ -89,5 +94,25 @@ int cqb_micro_devices_plan(void);
 void cqb_micro_devices(void);
 int cqb_micro_uv_plan(void);
 void cqb_micro_uv(void);
+int cqb_micro_contended_plan(void);
+void cqb_micro_contended(void);
+
+/* The simulator suite (sim_cli.c) and its options. */
+struct cqb_sim_opts {
+  const char *pool;  /* "machine", "rack" or NULL for both */
+  const char *trace; /* trace CSV, or NULL for the synthetic workload */
+  double load;       /* offered GPU load; 0: the default (see sim_cli.c) */
+  unsigned replay;   /* times the trace is repeated; 0: once */
+  size_t jobs;       /* synthetic jobs per pool; 0: by run size */
+  uint64_t seed;
+  unsigned workers;     /* static split's K; 0: 4 */
+  unsigned vcpus;       /* the pools' vCPUs instead of their own; 0: own */
+  const char *plot_dir; /* write charts there, or NULL */
+};
+
+extern struct cqb_sim_opts cqb_sim_opts;
+
+int cqb_sim_plan(void);
+void cqb_sim(void);
 
 #endif /* CRONOQ_BENCH_HARNESS_H */

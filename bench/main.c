@@ -2,12 +2,14 @@
  * cronoq-bench: what libcronoq gains over what its users would use
  * otherwise, measured side by side in one run.
  *
- *   cronoq-bench [micro|all] [--quick|--full] [--reps N] [--csv FILE]
- *                [--json FILE] [--no-progress]
+ *   cronoq-bench [micro|sim|all] [options]   (see usage() below)
  */
 #include "harness.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +17,12 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: cronoq-bench [micro|all] [options]\n"
+          "usage: cronoq-bench [micro|sim|all] [options]\n"
           "\n"
           "  micro          the micro-benchmarks, each against its baseline\n"
-          "  all            everything (the default)\n"
+          "  sim            the workload simulator: libcronoq against strict\n"
+          "                 FIFO, greedy first-fit and a static split\n"
+          "  all            both (the default)\n"
           "\n"
           "  --quick        small sizes (seconds; used in CI)\n"
           "  --full         large sizes (minutes)\n"
@@ -26,7 +30,22 @@ static void usage(FILE *f) {
           "  --csv FILE     also write the figures as CSV\n"
           "  --json FILE    also write the figures as JSON\n"
           "  --no-progress  no progress bar on stderr\n"
-          "  -h, --help     this text\n");
+          "  -h, --help     this text\n"
+          "\n"
+          "simulator options:\n"
+          "  --pool P       machine (8 GPUs, 96 vCPUs, 768 GiB) or rack (64\n"
+          "                 GPUs, 768 vCPUs, 6 TiB); default both\n"
+          "  --trace FILE   replay a trace CSV (the openb pod list format)\n"
+          "                 instead of the synthetic workload\n"
+          "  --load RHO     Poisson arrivals at offered GPU load RHO (default\n"
+          "                 0.8; with --trace, the trace's own arrivals)\n"
+          "  --replay N     repeat the trace N times\n"
+          "  --jobs N       synthetic jobs per pool (default by size)\n"
+          "  --seed S       seed of the synthetic workload (default 1)\n"
+          "  --workers K    workers of the static split (default 4)\n"
+          "  --vcpus N      give the pool N vCPUs instead of its own\n"
+          "  --plot DIR     write chart data, a gnuplot script and (with\n"
+          "                 gnuplot installed) PNG charts into DIR\n");
 }
 
 static void *nothing(void *arg) { return arg; }
@@ -43,14 +62,53 @@ static void become_multithreaded(void) {
     cqb_fail("cannot start a thread");
 }
 
+/* Parse a number option's value, or exit with a message. */
+static double number_arg(const char *opt, const char *text, double lo,
+                         double hi) {
+  char *end;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !(v >= lo && v <= hi)) {
+    fprintf(stderr, "cronoq-bench: %s takes a number in [%g, %g], not '%s'\n",
+            opt, lo, hi, text);
+    exit(2);
+  }
+  return v;
+}
+
 int main(int argc, char **argv) {
   const char *cmd = "all";
   int reps = 0;
+  cqb_sim_opts.seed = 1;
   cqb_opts.progress = isatty(STDERR_FILENO);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (strcmp(a, "micro") == 0 || strcmp(a, "all") == 0) {
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "micro") == 0 || strcmp(a, "sim") == 0 ||
+        strcmp(a, "all") == 0) {
       cmd = a;
+    } else if (strcmp(a, "--pool") == 0 && v != NULL) {
+      if (strcmp(v, "machine") != 0 && strcmp(v, "rack") != 0) {
+        fprintf(stderr, "cronoq-bench: --pool is machine or rack\n");
+        return 2;
+      }
+      cqb_sim_opts.pool = argv[++i];
+    } else if (strcmp(a, "--trace") == 0 && v != NULL) {
+      cqb_sim_opts.trace = argv[++i];
+    } else if (strcmp(a, "--load") == 0 && v != NULL) {
+      cqb_sim_opts.load = number_arg(a, argv[++i], 0.01, 100);
+    } else if (strcmp(a, "--replay") == 0 && v != NULL) {
+      cqb_sim_opts.replay = (unsigned)number_arg(a, argv[++i], 1, 1000);
+    } else if (strcmp(a, "--jobs") == 0 && v != NULL) {
+      cqb_sim_opts.jobs = (size_t)number_arg(a, argv[++i], 1, 1e8);
+    } else if (strcmp(a, "--seed") == 0 && v != NULL) {
+      cqb_sim_opts.seed = (uint64_t)number_arg(a, argv[++i], 0, 1e15);
+    } else if (strcmp(a, "--workers") == 0 && v != NULL) {
+      cqb_sim_opts.workers = (unsigned)number_arg(a, argv[++i], 1, 64);
+    } else if (strcmp(a, "--vcpus") == 0 && v != NULL) {
+      cqb_sim_opts.vcpus = (unsigned)number_arg(a, argv[++i], 1, 1e6);
+    } else if (strcmp(a, "--plot") == 0 && v != NULL) {
+      cqb_sim_opts.plot_dir = argv[++i];
     } else if (strcmp(a, "--quick") == 0) {
       cqb_opts.size = CQB_QUICK;
     } else if (strcmp(a, "--full") == 0) {
@@ -81,17 +139,30 @@ int main(int argc, char **argv) {
   become_multithreaded();
   cqb_print_header();
   fflush(stdout);
-  (void)cmd; /* micro is the whole of "all" until the simulator lands */
-  int steps = cqb_micro_core_plan() + cqb_micro_devices_plan();
+  bool micro = strcmp(cmd, "sim") != 0, sim = strcmp(cmd, "micro") != 0;
+  int steps = 0;
+  if (micro) {
+    steps += cqb_micro_core_plan() + cqb_micro_contended_plan() +
+             cqb_micro_devices_plan();
 #ifdef CRONOQ_BENCH_UV
-  steps += cqb_micro_uv_plan();
+    steps += cqb_micro_uv_plan();
 #endif
+  }
+  if (sim)
+    steps += cqb_sim_plan();
   cqb_progress_plan(steps);
-  cqb_micro_core();
-  cqb_micro_devices();
+  if (micro) {
+    cqb_micro_core();
+    cqb_micro_contended();
+    cqb_micro_devices();
 #ifdef CRONOQ_BENCH_UV
-  cqb_micro_uv();
+    cqb_micro_uv();
 #endif
+  }
+  /* The simulator prints its own tables as it goes; the figures and their
+   * goals follow in the common table. */
+  if (sim)
+    cqb_sim();
   cqb_print_results();
   cqb_write_outputs();
   return 0;
