@@ -238,9 +238,11 @@ static const char *goal_mark(const struct figure *f) {
   return goal_met(f) ? "met" : "MISSED";
 }
 
-void cqb_print_results(void) {
+static size_t n_printed; /* figures already in a table */
+
+void cqb_print_figures(void) {
   const char *group = "";
-  for (size_t i = 0; i < n_figures; i++) {
+  for (size_t i = n_printed; i < n_figures; i++) {
     const struct figure *f = &figures[i];
     if (f->quiet)
       continue;
@@ -262,6 +264,11 @@ void cqb_print_results(void) {
     printf("  %-44s %12.4g %23s  %-7s %-30s %7s  %s\n", f->name, f->s.med,
            range, f->unit, base, ratio, goal);
   }
+  n_printed = n_figures;
+  fflush(stdout);
+}
+
+void cqb_print_notes(void) {
   if (n_notes > 0) {
     printf("\nnotes:\n");
     for (int i = 0; i < n_notes; i++)

@@ -82,9 +82,11 @@ void cqb_unpin(void);
 void cqb_progress_plan(int steps);
 void cqb_progress_tick(const char *label);
 
-/* Print the header (machine, build), the table, and write CSV / JSON. */
+/* Print the header (machine, build), the tables and the notes; write the
+ * CSV and JSON. */
 void cqb_print_header(void);
-void cqb_print_results(void);
+void cqb_print_figures(void); /* the figures added since the last call */
+void cqb_print_notes(void);
 void cqb_write_outputs(void);
 
 /* Suites. Each adds its figures; `plan` returns its number of steps. */

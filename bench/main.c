@@ -159,11 +159,10 @@ int main(int argc, char **argv) {
     cqb_micro_uv();
 #endif
   }
-  /* The simulator prints its own tables as it goes; the figures and their
-   * goals follow in the common table. */
+  cqb_print_figures();
   if (sim)
-    cqb_sim();
-  cqb_print_results();
+    cqb_sim(); /* its own tables, each pool's figures after them */
+  cqb_print_notes();
   cqb_write_outputs();
   return 0;
 }

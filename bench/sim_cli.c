@@ -279,10 +279,8 @@ static void record(const struct pool_shape *shape, struct policy_run *runs) {
       snprintf(label, sizeof(label), "%s wait max", CLASS_NAMES[c]);
       VALUE(label, "s", r->wait[c].max_s);
     }
+    VALUE("wall time", "s", cqb_summarise(runs[p].wall, (int)reps).med);
 #undef VALUE
-    snprintf(name, sizeof(name), "%s wall time", pn);
-    struct cqb_stat wall = cqb_summarise(runs[p].wall, (int)reps);
-    cqb_figure(group, name, "s", wall, NULL, NULL, 0);
     double dps[64];
     for (unsigned i = 0; i < reps; i++)
       dps[i] = runs[p].cpu[i] > 0 ? (double)r->decisions / runs[p].cpu[i] : 0;
@@ -414,7 +412,7 @@ static void write_charts_data(const char *dir, const struct pool_shape *shape,
           "set multiplot layout 2,2 title 'Wait time CDF per job class, %s "
           "pool (waits under 1 s drawn at 1 s)'\n"
           "set logscale x\nset format x '10^{%%L}'\nset yrange [0:1]\n"
-          "set key inside bottom right\n"
+          "set key inside bottom right opaque\n"
           "set xlabel 'wait (s)'\nset ylabel 'fraction of jobs'\n",
           shape->name, shape->name);
   for (int c = 0; c < SIM_CLASSES; c++) {
@@ -527,6 +525,8 @@ void cqb_sim(void) {
       run_policy(&w, shape, p, &runs[p], dir != NULL);
     print_tables(shape, what, runs);
     record(shape, runs);
+    cqb_print_figures();
+    printf("\n");
     if (dir != NULL)
       write_charts_data(dir, shape, runs, script);
     for (int p = 0; p < SIM_POLICIES; p++) {
