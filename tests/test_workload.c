@@ -123,7 +123,9 @@ static void rank_values(const double *v, size_t n, double *rank) {
 /* Spearman's rank correlation of cpu_milli and memory_mib over the jobs of
  * class `cls` (or every job, cls < 0). */
 static double cpu_memory_rank_correlation(const struct workload *w, int cls) {
-  double *cpu = malloc(w->n * sizeof(*cpu)), *mem = malloc(w->n * sizeof(*mem));
+  /* calloc: gcc -O2 cannot see that the loop below fills what is read */
+  double *cpu = calloc(w->n + 1, sizeof(*cpu));
+  double *mem = calloc(w->n + 1, sizeof(*mem));
   double *rc = malloc(w->n * sizeof(*rc)), *rm = malloc(w->n * sizeof(*rm));
   assert_true(cpu && mem && rc && rm);
   size_t n = 0;
