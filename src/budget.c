@@ -58,6 +58,7 @@ static int set_capacity(cq_pool *pool, const char *name, int64_t capacity,
   int64_t old = cq__res_capacity(r);
   if (capacity != old) {
     atomic_store_explicit(&r->capacity, capacity, memory_order_relaxed);
+    cq__bf_invalidate(pool);
     if (capacity < old)
       cq__fail_unsatisfiable(pool, &ctx);
     /* Growing frees units; shrinking may change what a lone claimant

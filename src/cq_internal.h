@@ -166,7 +166,8 @@ struct cq__dev {
   int64_t used; /* thousandths held, 0..CQ_DEVICE_MILLI */
   int64_t peak;
   uint64_t grants;
-  uint64_t mark; /* == the pool's stamp: reserved in this query */
+  uint64_t mark;   /* == the pool's stamp: reserved in this query */
+  int64_t bf_free; /* backfill: thousandths free at the shadow time */
   uint32_t index;
   int32_t whole_next; /* next device of the same whole-device grant, or -1 */
   bool online;
@@ -220,6 +221,12 @@ struct cq__res {
   uint32_t n_online;
   cq__rbtree by_free;
   uint64_t stamp; /* last reservation stamp handed out */
+
+  /* Backfill (backfill.c): this resource is one the head waiter names when
+   * bf_mark equals the pool's bf.stamp; bf_free is then what a budget will
+   * have free at the shadow time (devices keep theirs per device). */
+  uint64_t bf_mark;
+  int64_t bf_free;
 };
 
 static inline int64_t cq__res_used(const struct cq__res *r) {
@@ -285,6 +292,9 @@ struct cq__ritem {
   uint8_t mode; /* enum cq__mode */
 };
 
+/* The longest hold limit: about 285 years, far from overflowing a clock. */
+#define CQ__LIMIT_MAX (INT64_C(1) << 53)
+
 /* Request flags. */
 #define CQ__REQ_LOCKFREE 0x1u /* only budgets: may be granted without lock */
 
@@ -293,6 +303,7 @@ struct cq__req {
   uint16_t n_items;
   uint16_t flags; /* CQ__REQ_* */
   cq_pool *pool;
+  int64_t limit_ms;                         /* hold limit; 0: none */
   struct cq__ritem items[CQ_REQ_MAX_ITEMS]; /* sorted by resource rank */
   char msg[CQ__MSG_MAX];
 };
@@ -377,8 +388,21 @@ struct cq__grant {
   int64_t deadline_ms;
   int64_t t_enqueue; /* when it started waiting, on the pool's clock */
   cq__rbnode dnode;  /* waiting with a finite deadline: pool deadline tree */
+  /* Holding with a hold limit (backfill.c): the end of the limit, and the
+   * node in the pool's `limits` tree until it is released or overdue. */
+  cq__rbnode lnode;
+  int64_t limit_ms; /* the request's limit when it was granted; 0: none */
+  int64_t limit_end;
+  uint64_t gseq;   /* grant order: when it was granted, among grants */
+  uint8_t limited; /* in `limits` */
+  uint8_t overdue; /* outlived its limit */
   char msg[CQ__MSG_MAX];
 };
+
+_Static_assert(sizeof(struct cq__grant) <= sizeof(((cq_grant *)0)->cq_private),
+               "struct cq__grant fits the public storage");
+_Static_assert(sizeof(struct cq__req) <= sizeof(((cq_req *)0)->cq_private),
+               "struct cq__req fits the public storage");
 
 static inline struct cq__grant *cq__grant_of(cq_grant *g) {
   return (struct cq__grant *)(void *)g->cq_private;
@@ -398,6 +422,17 @@ static inline struct cq__grant *cq__item_grant(const struct cq__gitem *it) {
 /* What a waiting grant's item asks of its resource. */
 static inline const struct cq__ritem *cq__item_ask(const struct cq__gitem *it) {
   return &cq__item_grant(it)->req->items[it->index];
+}
+
+/* What item i of a waiting or arriving grant takes now: its amount (whole
+ * devices for a whole-device item), or for a lone request on a budget at
+ * most the capacity. */
+static inline int64_t cq__item_need(const struct cq__grant *g, unsigned i) {
+  const struct cq__res *r = g->it[i].res;
+  int64_t amount = g->req->items[i].amount;
+  if (r->kind == CQ__RES_DEVICES)
+    return amount;
+  return cq__need_at(r, amount, cq__res_capacity(r));
 }
 
 /* Work collected under the lock and finished after unlocking. */
@@ -453,6 +488,11 @@ int64_t cq__dev_copies(struct cq__res *r, uint8_t mode, int64_t amount);
  * fraction that fits one, and the entirely free unreserved devices. */
 void cq__dev_room(struct cq__res *r, int64_t *units, int64_t *largest,
                   uint32_t *whole);
+/* Where a request that fits would be placed, without placing it: the
+ * device (for whole devices the first, the others chained through
+ * whole_next, which the caller resets), or -1. */
+int32_t cq__dev_peek(struct cq__res *r, uint8_t mode, int64_t amount,
+                     const struct cq__gitem *excl);
 /* Whether some online device has free capacity. */
 bool cq__dev_any_free(const struct cq__res *r);
 /* Free thousandths on the devices reserved for claimant item c. */
@@ -511,10 +551,40 @@ void cq__sweep(cq_pool *p, struct cq__ctx *ctx);
 /* Mark a resource as freed: its blocked waiters are examined by the next
  * sweep. */
 void cq__res_mark_dirty(cq_pool *p, struct cq__res *r, uint64_t from_seq);
+/* The claimant item on r whose reservation applies to g: the claimant when
+ * it is older than g and is not `ignore`; else NULL. */
+const struct cq__gitem *cq__excl_for(const struct cq__res *r,
+                                     const struct cq__grant *g,
+                                     const struct cq__grant *ignore);
 /* Units of budget-like r open to a new request: free minus withheld. */
 int64_t cq__budget_open(const struct cq__res *r);
 /* Units of budget r withheld for its claimant when `used` are in use. */
 int64_t cq__budget_withheld(const struct cq__res *r, int64_t used);
+
+/* backfill.c: hold limits and backfill. All with the pool lock held. */
+
+/* A grant was just made (units held): keep its limit in order, and account
+ * for it in the head's projection. */
+void cq__limit_granted(cq_pool *p, struct cq__grant *g, int64_t now);
+/* A grant is being released in full: the reverse. */
+void cq__limit_released(cq_pool *p, struct cq__grant *g);
+/* Part of a grant went back, or a capacity or device changed: the shadow
+ * time and projection must be computed again. */
+void cq__bf_invalidate(cq_pool *p);
+/* Mark every limited grant whose limit ended at or before `now` overdue. */
+void cq__limits_expire(cq_pool *p, int64_t now);
+/* The earliest limit end still pending, or CQ_NEVER. */
+int64_t cq__limits_first(const cq_pool *p);
+/* Whether `g` (not the head) may be backfilled now, going by what the
+ * caller found: it is covered everywhere once the head's withholding is
+ * ignored. */
+bool cq__bf_allows(cq_pool *p, struct cq__grant *g, int64_t now);
+/* The head waiter the backfill rules protect, when backfill is on and it
+ * may be passed now; else NULL. */
+const struct cq__grant *cq__bf_head(cq_pool *p, int64_t now);
+/* A waiter is being granted: count it if it was the head and its shadow
+ * time has passed. */
+void cq__bf_head_granted(cq_pool *p, const struct cq__grant *g, int64_t now);
 
 /* ------------------------------------------------------------------------ */
 /* Pool (pool.c)                                                             */
@@ -556,6 +626,21 @@ struct cq_pool {
   struct cq__res *dirty_head; /* resources freed since the last sweep */
 
   cq__rbtree deadlines; /* waiters with a finite deadline */
+
+  /* Hold limits and backfill (backfill.c). */
+  cq__rbtree limits;   /* holders with a limit not yet passed, by its end */
+  uint64_t next_gseq;  /* grant order */
+  uint64_t overdue;    /* grants that outlived their limit */
+  uint64_t backfilled; /* grants made by backfill */
+  uint64_t late_heads; /* heads granted after their shadow time */
+  struct {
+    uint64_t head_seq; /* the head waiter S is for; 0: none yet */
+    int64_t S;         /* its sticky shadow time; CQ_NEVER: unknown */
+    bool dirty;        /* S and the projection need computing */
+    uint64_t epoch;    /* next_gseq when they were computed */
+    uint64_t stamp;    /* marks the head's resources (cq__res.bf_mark) */
+    bool kick;         /* waiters may have become backfillable */
+  } bf;
 
   /* Timer thread, started on the first callback waiter with a deadline. */
   pthread_t timer;

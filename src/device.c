@@ -154,6 +154,12 @@ static struct cq__dev *find(struct cq__res *r, uint8_t mode, int64_t amount,
   return found == amount ? first : NULL;
 }
 
+int32_t cq__dev_peek(struct cq__res *r, uint8_t mode, int64_t amount,
+                     const struct cq__gitem *excl) {
+  struct cq__dev *first = find(r, mode, amount, excl, true);
+  return first != NULL ? (int32_t)first->index : -1;
+}
+
 bool cq__dev_fits(struct cq__res *r, uint8_t mode, int64_t amount,
                   const struct cq__gitem *excl) {
   return find(r, mode, amount, excl, false) != NULL;
@@ -401,6 +407,7 @@ int cq_device_set_online(cq_pool *pool, const char *name, uint32_t index,
   struct cq__dev *d = &r->devs[index];
   if (d->online != (online != 0)) {
     d->online = online != 0;
+    cq__bf_invalidate(pool);
     if (d->online) {
       cq__rb_insert(&r->by_free, &d->node, dev_cmp);
       r->n_online++;

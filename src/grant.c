@@ -133,6 +133,9 @@ static int attempt_begin(cq_pool *pool, cq_grant *grant, const cq_req *req,
     rc = CQ_ECLOSED;
   else
     rc = cq__req_validate(pool, r, g->msg);
+  /* A grant with a hold limit needs the timer that marks it overdue. */
+  if (rc == 0 && r->limit_ms > 0)
+    rc = cq__timer_ensure(pool);
   if (rc != 0) {
     cq__mutex_unlock(&pool->lock);
     return rc;
@@ -331,6 +334,7 @@ int cq_grant_release(cq_pool *pool, cq_grant *grant) {
   int rc = lock_grant(pool, grant, CQ__G_HELD, &g);
   if (rc != 0)
     return rc;
+  cq__limit_released(pool, g);
   for (unsigned i = 0; i < g->n_items; i++)
     cq__give_back(pool, g, i, g->it[i].u.hold.held);
   cq__gstate_set(g, CQ__G_IDLE);
@@ -364,8 +368,10 @@ int cq_grant_release_part(cq_pool *pool, cq_grant *grant, const char *resource,
     rc = CQ_EINVAL; /* devices: cq_grant_release_device() */
   else if (amount <= 0 || amount > g->it[i].u.hold.held)
     rc = CQ_ERANGE;
-  else
+  else {
+    cq__bf_invalidate(pool); /* the head's projection counted it whole */
     cq__give_back(pool, g, (unsigned)i, amount);
+  }
   return end_locked(pool, rc);
 }
 
@@ -507,8 +513,10 @@ int cq_grant_release_device(cq_pool *pool, cq_grant *grant,
       rc = CQ_ENOENT;
     else if (milli <= 0 || milli > it->u.hold.held)
       rc = CQ_ERANGE;
-    else
+    else {
+      cq__bf_invalidate(pool);
       cq__give_back(pool, g, (unsigned)i, milli);
+    }
   } else {
     bool mine = false;
     for (int32_t k = it->u.hold.dev; k >= 0 && !mine;
@@ -519,6 +527,7 @@ int cq_grant_release_device(cq_pool *pool, cq_grant *grant,
     else if (milli != CQ_DEVICE_MILLI)
       rc = CQ_ERANGE;
     else {
+      cq__bf_invalidate(pool);
       cq__dev_put_one(it->res, it, index);
       if (it->res->blocked.count != 0)
         cq__res_mark_dirty(pool, it->res, 0);

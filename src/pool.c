@@ -7,7 +7,9 @@
  * so the pool starts one timer thread the first time such a waiter parks; it
  * sleeps until the earliest deadline and expires what is due. With
  * CQ_POOL_MANUAL_TIMERS nothing times out by itself: cq_pool_expire(), called
- * by the host, is the only way deadlines pass.
+ * by the host, is the only way deadlines pass. Hold limits (backfill.c) are
+ * timed the same way: the timer thread, or cq_pool_expire(), marks grants
+ * that outlive theirs overdue.
  */
 #include "cq_internal.h"
 
@@ -27,7 +29,8 @@ void cq__free(const cq_pool *p, void *ptr) {
     p->alloc.free(ptr, p->alloc.arg);
 }
 
-#define KNOWN_FLAGS (CQ_POOL_STAGED_CLAIMS | CQ_POOL_MANUAL_TIMERS)
+#define KNOWN_FLAGS                                                            \
+  (CQ_POOL_STAGED_CLAIMS | CQ_POOL_MANUAL_TIMERS | CQ_POOL_BACKFILL)
 
 int cq_pool_create(cq_pool **out, const cq_pool_config *cfg) {
   static const cq_pool_config defaults = CQ_POOL_CONFIG_INIT;
@@ -58,6 +61,8 @@ int cq_pool_create(cq_pool **out, const cq_pool_config *cfg) {
   p->clock_arg = cfg->clock_arg;
   p->data = cfg->data;
   p->next_seq = 1;
+  p->next_gseq = 1;
+  p->bf.S = CQ_NEVER;
   p->on_event = cfg->on_event;
   p->event_arg = cfg->event_arg;
   if (p->on_event != NULL) {
@@ -151,6 +156,7 @@ int cq_pool_destroy(cq_pool *pool) {
 /* ------------------------------------------------------------------------ */
 
 void cq__expire_due(cq_pool *p, int64_t now, struct cq__ctx *ctx) {
+  cq__limits_expire(p, now);
   cq__rbnode *n;
   while ((n = cq__rb_first(&p->deadlines)) != NULL) {
     struct cq__grant *g = CQ__CONTAINER_OF(n, struct cq__grant, dnode);
@@ -161,11 +167,14 @@ void cq__expire_due(cq_pool *p, int64_t now, struct cq__ctx *ctx) {
   cq__sweep(p, ctx);
 }
 
+/* The earliest waiter deadline or hold limit end, or CQ_NEVER. */
 static int64_t first_deadline(const cq_pool *p) {
+  int64_t limit = cq__limits_first(p);
   cq__rbnode *n = cq__rb_first(&p->deadlines);
   if (n == NULL)
-    return CQ_NEVER;
-  return CQ__CONTAINER_OF(n, struct cq__grant, dnode)->deadline_ms;
+    return limit;
+  int64_t d = CQ__CONTAINER_OF(n, struct cq__grant, dnode)->deadline_ms;
+  return d < limit ? d : limit;
 }
 
 static void *timer_main(void *arg) {
@@ -227,6 +236,9 @@ int cq_pool_stats_get(cq_pool *pool, cq_pool_stats *out) {
   out->waited_grants = pool->waited_grants;
   out->wakeups = pool->wakeups;
   out->events_dropped = pool->events_dropped;
+  out->overdue = pool->overdue;
+  out->backfilled = pool->backfilled;
+  out->late_heads = pool->late_heads;
   cq__mutex_unlock(&pool->lock);
   return 0;
 }

@@ -85,16 +85,6 @@ static inline struct cq__res *item_res(const cq_pool *p,
   return g->it[i].res;
 }
 
-/* What item i of a waiting or arriving request takes now: its amount, or
- * for a lone request on a budget, at most the capacity. */
-static inline int64_t item_need(const struct cq__grant *g, unsigned i) {
-  const struct cq__res *r = g->it[i].res;
-  int64_t amount = g->req->items[i].amount;
-  if (r->kind == CQ__RES_DEVICES)
-    return amount;
-  return cq__need_at(r, amount, cq__res_capacity(r));
-}
-
 /* ------------------------------------------------------------------------ */
 /* Budgets: what is free, withheld and open                                  */
 /* ------------------------------------------------------------------------ */
@@ -116,42 +106,57 @@ int64_t cq__budget_withheld(const struct cq__res *r, int64_t used) {
   int64_t f = cq__res_capacity(r) - used;
   if (f <= 0)
     return 0;
-  int64_t need = item_need(item_grant(c), c->index);
+  int64_t need = cq__item_need(item_grant(c), c->index);
   return need < f ? need : f;
 }
 
-/* Units of budget r offered to a request of arrival `seq`. */
-static int64_t budget_offer(const struct cq__res *r, uint64_t seq) {
-  int64_t f = budget_free(r);
+/* The claimant's item on r when its reservation applies to a request of
+ * arrival `seq` (the claimant is older) and it is not `ignore`'s (backfill
+ * past the head ignores the head's), else NULL. */
+static const struct cq__gitem *older_claimant(const struct cq__res *r,
+                                              uint64_t seq,
+                                              const struct cq__grant *ignore) {
   const struct cq__gitem *c = claimant_item(r);
+  if (c == NULL || item_grant(c)->seq >= seq || item_grant(c) == ignore)
+    return NULL;
+  return c;
+}
+
+const struct cq__gitem *cq__excl_for(const struct cq__res *r,
+                                     const struct cq__grant *g,
+                                     const struct cq__grant *ignore) {
+  return older_claimant(r, g->seq, ignore);
+}
+
+/* Units of budget r offered to a request of arrival `seq`. */
+static int64_t budget_offer(const struct cq__res *r, uint64_t seq,
+                            const struct cq__grant *ignore) {
+  int64_t f = budget_free(r);
+  const struct cq__gitem *c = older_claimant(r, seq, ignore);
   if (c != NULL) {
-    const struct cq__grant *cg = item_grant(c);
-    if (cg->seq < seq) {
-      int64_t need = item_need(cg, c->index);
-      f -= need < f ? need : f;
-    }
+    int64_t need = cq__item_need(item_grant(c), c->index);
+    f -= need < f ? need : f;
   }
   return f;
 }
 
-/* The claimant's item on r when its reservation applies to a request of
- * arrival `seq` (the claimant is older), else NULL. */
-static const struct cq__gitem *older_claimant(const struct cq__res *r,
-                                              uint64_t seq) {
-  const struct cq__gitem *c = claimant_item(r);
-  return c != NULL && item_grant(c)->seq < seq ? c : NULL;
+int64_t cq__budget_open(const struct cq__res *r) {
+  return budget_offer(r, UINT64_MAX, NULL);
 }
 
-int64_t cq__budget_open(const struct cq__res *r) {
-  return budget_offer(r, UINT64_MAX);
+/* Whether item i of g fits what its resource offers g, with the
+ * withholding of `ignore` (the head, when backfilling) disregarded. */
+static bool covered_as(const cq_pool *p, const struct cq__grant *g, unsigned i,
+                       const struct cq__grant *ignore) {
+  struct cq__res *r = item_res(p, g, i);
+  if (r->kind == CQ__RES_DEVICES)
+    return cq__dev_fits(r, g->it[i].mode, cq__item_need(g, i),
+                        older_claimant(r, g->seq, ignore));
+  return cq__item_need(g, i) <= budget_offer(r, g->seq, ignore);
 }
 
 static bool covered(const cq_pool *p, const struct cq__grant *g, unsigned i) {
-  struct cq__res *r = item_res(p, g, i);
-  if (r->kind == CQ__RES_DEVICES)
-    return cq__dev_fits(r, g->it[i].mode, item_need(g, i),
-                        older_claimant(r, g->seq));
-  return item_need(g, i) <= budget_offer(r, g->seq);
+  return covered_as(p, g, i, NULL);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -159,6 +164,7 @@ static bool covered(const cq_pool *p, const struct cq__grant *g, unsigned i) {
 /* ------------------------------------------------------------------------ */
 
 void cq__res_mark_dirty(cq_pool *p, struct cq__res *r, uint64_t after_seq) {
+  p->bf.kick = true;
   if (!r->dirty) {
     r->dirty = true;
     r->walk_seq = after_seq;
@@ -280,54 +286,83 @@ static void budget_put(struct cq__res *r, int64_t amount) {
 
 /*
  * Take every unit g asks for, or none; devices[i] receives where device
- * items were placed. Under the lock a contended budget only ever gains free
- * units, and device pools change only under the lock, so what covered() saw
- * is still there; an uncontended budget may have been taken by a lock-free
+ * items were placed, with the reservations of `ignore` (the head, when
+ * backfilling) disregarded. Under the lock a contended budget only ever gains
+ * free units, and device pools change only under the lock, so what covered()
+ * saw is still there; an uncontended budget may have been taken by a lock-free
  * acquire meanwhile, and then this fails and the caller examines g again.
  */
-static bool take_units(cq_pool *p, struct cq__grant *g, int32_t *devices) {
+static bool take_units(cq_pool *p, struct cq__grant *g, int32_t *devices,
+                       const struct cq__grant *ignore) {
   /* Budgets first: only they can fail. */
   for (unsigned i = 0; i < g->n_items; i++) {
     struct cq__res *r = item_res(p, g, i);
-    if (r->kind != CQ__RES_DEVICES && !budget_take(r, item_need(g, i))) {
+    if (r->kind != CQ__RES_DEVICES && !budget_take(r, cq__item_need(g, i))) {
       while (i-- > 0)
         if (item_res(p, g, i)->kind != CQ__RES_DEVICES)
-          budget_put(item_res(p, g, i), item_need(g, i));
+          budget_put(item_res(p, g, i), cq__item_need(g, i));
       return false;
     }
   }
   for (unsigned i = 0; i < g->n_items; i++) {
     struct cq__res *r = item_res(p, g, i);
     if (r->kind == CQ__RES_DEVICES)
-      devices[i] = cq__dev_take(r, g->it[i].mode, item_need(g, i),
-                                older_claimant(r, g->seq));
+      devices[i] = cq__dev_take(r, g->it[i].mode, cq__item_need(g, i),
+                                older_claimant(r, g->seq, ignore));
   }
   return true;
 }
 
 /* Record the units taken by take_units() as held (claims already gone). */
-static void hold_units(cq_pool *p, struct cq__grant *g,
-                       const int32_t *devices) {
+static void hold_units(cq_pool *p, struct cq__grant *g, const int32_t *devices,
+                       int64_t now) {
   for (unsigned i = 0; i < g->n_items; i++) {
     struct cq__res *r = item_res(p, g, i);
     r->grants_total++;
-    int64_t need = item_need(g, i);
+    int64_t need = cq__item_need(g, i);
     if (g->it[i].mode == CQ__MODE_WHOLE)
       need *= CQ_DEVICE_MILLI;
     g->it[i].u.hold.held = need;
     g->it[i].u.hold.dev = r->kind == CQ__RES_DEVICES ? devices[i] : -1;
   }
   cq__gstate_set(g, CQ__G_HELD);
+  cq__limit_granted(p, g, now);
+}
+
+/* Whether g is covered on every item, with `ignore`'s withholding
+ * disregarded. */
+static bool covered_all(const cq_pool *p, const struct cq__grant *g,
+                        const struct cq__grant *ignore) {
+  for (unsigned i = 0; i < g->n_items; i++)
+    if (!covered_as(p, g, i, ignore))
+      return false;
+  return true;
+}
+
+/* The head that g, holding a limit, may backfill past now; else NULL. */
+static const struct cq__grant *
+backfill_past(cq_pool *p, const struct cq__grant *g, int64_t now) {
+  if (!(p->flags & CQ_POOL_BACKFILL) || g->req->limit_ms <= 0)
+    return NULL;
+  const struct cq__grant *h = cq__bf_head(p, now);
+  return h != g ? h : NULL;
 }
 
 bool cq__arrival_try(cq_pool *p, struct cq__grant *g) {
   int32_t devices[CQ_REQ_MAX_ITEMS];
-  for (unsigned i = 0; i < g->n_items; i++)
-    if (!covered(p, g, i))
+  int64_t now = cq__pool_now(p);
+  const struct cq__grant *h = NULL;
+  if (!covered_all(p, g, NULL)) {
+    /* A request with a limit may still backfill past the head. */
+    h = backfill_past(p, g, now);
+    if (h == NULL || !covered_all(p, g, h) || !cq__bf_allows(p, g, now))
       return false;
-  if (!take_units(p, g, devices))
+  }
+  if (!take_units(p, g, devices, h))
     return false;
-  hold_units(p, g, devices);
+  hold_units(p, g, devices, now);
+  if (h != NULL)
+    p->backfilled++;
   cq__event(p, CQ_EVENT_GRANTED, g, NULL, 0);
   return true;
 }
@@ -449,9 +484,11 @@ static void notify(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
 
 static void grant_waiter(cq_pool *p, struct cq__grant *g,
                          const int32_t *devices, struct cq__ctx *ctx) {
+  int64_t now = cq__pool_now(p);
+  cq__bf_head_granted(p, g, now);
   dequeue(p, g);
-  hold_units(p, g, devices);
-  int64_t waited = cq__pool_now(p) - g->t_enqueue;
+  hold_units(p, g, devices, now);
+  int64_t waited = now - g->t_enqueue;
   for (unsigned i = 0; i < g->n_items; i++)
     cq__hist_add(&item_res(p, g, i)->wait, waited);
   cq__event(p, CQ_EVENT_GRANTED, g, NULL, waited);
@@ -524,8 +561,8 @@ static struct cq__grant *next_candidate(cq_pool *p, struct cq__res *r) {
   uint64_t claimant_seq = c != NULL ? item_grant(c)->seq : UINT64_MAX;
   for (; n != NULL; n = cq__rb_next(n)) {
     struct cq__grant *w = bnode_grant(n);
-    int64_t offer = budget_offer(r, w->seq);
-    if (item_need(w, w->blocker) <= offer)
+    int64_t offer = budget_offer(r, w->seq, NULL);
+    if (cq__item_need(w, w->blocker) <= offer)
       return w;
     /* Past the claimant everyone is offered the same open units. */
     if (offer == 0 && claimant_seq < w->seq)
@@ -551,7 +588,7 @@ static void examine(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
     int first = claim_lacks(p, g);
     if (first < 0) {
       int32_t devices[CQ_REQ_MAX_ITEMS];
-      if (take_units(p, g, devices)) {
+      if (take_units(p, g, devices, NULL)) {
         grant_waiter(p, g, devices, ctx);
         return;
       }
@@ -579,7 +616,7 @@ void cq__fail_unsatisfiable(cq_pool *p, struct cq__ctx *ctx) {
   }
 }
 
-void cq__sweep(cq_pool *p, struct cq__ctx *ctx) {
+static void sweep_once(cq_pool *p, struct cq__ctx *ctx) {
   for (;;) {
     struct cq__grant *best = NULL;
     struct cq__res **link = &p->dirty_head;
@@ -603,4 +640,40 @@ void cq__sweep(cq_pool *p, struct cq__ctx *ctx) {
         r->walk_seq = best->seq;
     examine(p, best, ctx);
   }
+}
+
+/*
+ * Backfill the waiters behind the head that may pass it now, oldest first.
+ * Returns whether any was granted. Only after something changed that can
+ * make one fit (units freed, a new head or shadow time), since it walks the
+ * queue.
+ */
+static bool backfill_pass(cq_pool *p, struct cq__ctx *ctx) {
+  if (!(p->flags & CQ_POOL_BACKFILL) || p->queue_head == NULL ||
+      p->queue_head->qnext == NULL)
+    return false;
+  int64_t now = cq__pool_now(p);
+  const struct cq__grant *h = cq__bf_head(p, now);
+  if (h == NULL || !p->bf.kick)
+    return false;
+  p->bf.kick = false;
+  bool any = false;
+  struct cq__grant *next;
+  for (struct cq__grant *w = h->qnext; w != NULL; w = next) {
+    next = w->qnext;
+    int32_t devices[CQ_REQ_MAX_ITEMS];
+    if (w->req->limit_ms > 0 && covered_all(p, w, h) &&
+        cq__bf_allows(p, w, now) && take_units(p, w, devices, h)) {
+      grant_waiter(p, w, devices, ctx);
+      p->backfilled++;
+      any = true;
+    }
+  }
+  return any;
+}
+
+void cq__sweep(cq_pool *p, struct cq__ctx *ctx) {
+  do
+    sweep_once(p, ctx);
+  while (backfill_pass(p, ctx) && p->dirty_head != NULL);
 }

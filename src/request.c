@@ -62,6 +62,12 @@ static bool all_budgets(const struct cq__req *r) {
   return true;
 }
 
+/* A request may skip the lock when it names budgets only and has no hold
+ * limit (limited grants are kept in order of their ends, under the lock). */
+static uint16_t lockfree_flag(const struct cq__req *r) {
+  return all_budgets(r) && r->limit_ms == 0 ? CQ__REQ_LOCKFREE : 0;
+}
+
 /* Format thousandths as a decimal without trailing zeros ("0.25", "2"). */
 static void fmt_milli(char *buf, size_t len, int64_t milli) {
   int64_t whole = milli / CQ_DEVICE_MILLI, frac = milli % CQ_DEVICE_MILLI;
@@ -153,11 +159,28 @@ static int add_item(cq_req *req, const char *resource, int64_t amount,
   }
   /* Capacities can change: whether it fits is for each acquire to say. */
   insert_item(r, &it);
-  r->flags = all_budgets(r) ? CQ__REQ_LOCKFREE : 0;
+  r->flags = lockfree_flag(r);
   r->msg[0] = '\0';
 out:
   cq__mutex_unlock(&p->lock);
   return rc;
+}
+
+int cq_req_set_hold_limit(cq_req *req, int64_t limit_ms) {
+  if (!req_ok(req))
+    return CQ_EINVAL;
+  struct cq__req *r = cq__req_of(req);
+  if (limit_ms < 0 || limit_ms > CQ__LIMIT_MAX) {
+    cq__msgf(r->msg,
+             "hold limit %" PRId64 " ms: it must be 0 (none) or from 1 to "
+             "%" PRId64 " ms",
+             limit_ms, CQ__LIMIT_MAX);
+    return CQ_ERANGE;
+  }
+  r->limit_ms = limit_ms;
+  r->flags = lockfree_flag(r);
+  r->msg[0] = '\0';
+  return 0;
 }
 
 int cq_req_add(cq_req *req, const char *resource, int64_t amount) {

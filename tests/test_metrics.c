@@ -390,6 +390,8 @@ static const char *type_name(cq_event_type t) {
     return "closed";
   case CQ_EVENT_NEVER:
     return "never";
+  case CQ_EVENT_OVERDUE:
+    return "overdue";
   }
   return "?";
 }

@@ -145,7 +145,16 @@ enum cq_pool_flags {
    * started. Required with a custom clock, useful on event loops and in
    * simulations.
    */
-  CQ_POOL_MANUAL_TIMERS = 1u << 1
+  CQ_POOL_MANUAL_TIMERS = 1u << 1,
+  /*
+   * Backfill: a request that declares a hold limit (cq_req_set_hold_limit())
+   * may use capacity withheld for the oldest waiter when that delays the
+   * waiter no later than its shadow time: the earliest moment it would fit,
+   * going by the holders' declared limits. With it, a request whose limit
+   * ends before that moment may pass a waiting head; requests without a
+   * limit never do. See the README, "Backfill".
+   */
+  CQ_POOL_BACKFILL = 1u << 2
 };
 
 /* What happened, for a host's logging or tracing (see cq_event_fn). */
@@ -157,7 +166,9 @@ typedef enum cq_event_type {
   CQ_EVENT_TIMED_OUT = 5, /* a waiter's deadline passed */
   CQ_EVENT_CANCELLED = 6, /* a waiter was cancelled */
   CQ_EVENT_CLOSED = 7,    /* a waiter failed because the pool closed */
-  CQ_EVENT_NEVER = 8      /* a waiter failed: a capacity shrank below it */
+  CQ_EVENT_NEVER = 8,     /* a waiter failed: a capacity shrank below it */
+  CQ_EVENT_OVERDUE = 9    /* a grant outlived its hold limit (it keeps its
+                             units; wait_ms: its limit) */
 } cq_event_type;
 
 typedef struct cq_event {
@@ -224,8 +235,9 @@ CQ_EXPORT int cq_pool_destroy(cq_pool *pool);
 CQ_EXPORT void *cq_pool_data(const cq_pool *pool);
 
 /*
- * Expire waiting requests whose deadline has passed on the pool's clock and
- * report the earliest deadline still pending in *next_deadline_ms (CQ_NEVER
+ * Expire waiting requests whose deadline has passed on the pool's clock,
+ * mark grants that outlived their hold limit overdue, and report the
+ * earliest deadline or limit still pending in *next_deadline_ms (CQ_NEVER
  * when none; may be NULL). Meant for pools with CQ_POOL_MANUAL_TIMERS; it is
  * harmless on others. Callbacks of expired requests run on the calling
  * thread before this returns. Thread-safe. Returns 0 or CQ_EINVAL.
@@ -238,6 +250,10 @@ typedef struct cq_pool_stats {
   uint64_t waited_grants;  /* grants to requests that had to wait, ever */
   uint64_t wakeups;        /* blocked threads woken: one per outcome */
   uint64_t events_dropped; /* events the hook fell too far behind for */
+  uint64_t overdue;        /* grants that outlived their hold limit, ever */
+  uint64_t backfilled;     /* grants made by backfill, ever */
+  uint64_t late_heads;     /* oldest waiters granted after their shadow
+                              time, ever (see CQ_POOL_BACKFILL) */
 } cq_pool_stats;
 
 /* Fill *out under the pool's lock. Thread-safe. Returns 0 or CQ_EINVAL. */
@@ -555,6 +571,18 @@ CQ_EXPORT int cq_req_add_str(cq_req *req, const char *resource,
  * not a class.
  */
 CQ_EXPORT int cq_req_set_class(cq_req *req, const char *name);
+
+/*
+ * Declare a hold limit: every grant of this request is released within
+ * `limit_ms` milliseconds of being granted (the host enforces it, e.g. as
+ * the attempt's timeout). 0 removes the limit. A grant that outlives its
+ * limit keeps its units; it raises CQ_EVENT_OVERDUE and is counted in
+ * cq_pool_stats.overdue. With CQ_POOL_BACKFILL the limit lets the request
+ * backfill. Requests with a limit always take the pool lock (their grants
+ * are kept in order of their ends). Returns 0, CQ_EINVAL (uninitialised
+ * request) or CQ_ERANGE (negative).
+ */
+CQ_EXPORT int cq_req_set_hold_limit(cq_req *req, int64_t limit_ms);
 
 /*
  * Add the items of a request spec, for command lines and configuration:
