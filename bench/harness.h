@@ -98,6 +98,8 @@ int cqb_micro_uv_plan(void);
 void cqb_micro_uv(void);
 int cqb_micro_contended_plan(void);
 void cqb_micro_contended(void);
+int cqb_micro_backfill_plan(void);
+void cqb_micro_backfill(void);
 
 /* The simulator suite (sim_cli.c) and its options. */
 struct cqb_sim_opts {
@@ -107,14 +109,21 @@ struct cqb_sim_opts {
   unsigned replay;   /* times the trace is repeated; 0: once */
   size_t jobs;       /* synthetic jobs per pool; 0: by run size */
   uint64_t seed;
-  unsigned workers;     /* static split's K; 0: 4 */
-  unsigned vcpus;       /* the pools' vCPUs instead of their own; 0: own */
-  const char *plot_dir; /* write charts there, or NULL */
+  unsigned workers;          /* static split's K; 0: 4 */
+  unsigned vcpus;            /* the pools' vCPUs instead of their own; 0: own */
+  const char *plot_dir;      /* write charts there, or NULL */
+  double limit_lo, limit_hi; /* jobs' hold limits: run time times f, f
+                                uniform in [lo, hi] */
+  double no_limit;           /* share of jobs that declare none */
 };
 
 extern struct cqb_sim_opts cqb_sim_opts;
 
 int cqb_sim_plan(void);
 void cqb_sim(void);
+/* The backfill sweep: loads and hold-limit variants, backfill against
+ * libcronoq without it, strict FIFO and greedy. */
+int cqb_backfill_plan(void);
+void cqb_backfill(void);
 
 #endif /* CRONOQ_BENCH_HARNESS_H */

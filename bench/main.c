@@ -17,12 +17,15 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: cronoq-bench [micro|sim|all] [options]\n"
+          "usage: cronoq-bench [micro|sim|backfill|all] [options]\n"
           "\n"
           "  micro          the micro-benchmarks, each against its baseline\n"
           "  sim            the workload simulator: libcronoq against strict\n"
           "                 FIFO, greedy first-fit and a static split\n"
-          "  all            both (the default)\n"
+          "  backfill       the simulator at loads 0.5, 0.8 and 0.95 with\n"
+          "                 hold limits of several kinds: backfill against\n"
+          "                 libcronoq without it, strict FIFO and greedy\n"
+          "  all            all three (the default)\n"
           "\n"
           "  --quick        small sizes (seconds; used in CI)\n"
           "  --full         large sizes (minutes)\n"
@@ -44,6 +47,9 @@ static void usage(FILE *f) {
           "  --seed S       seed of the synthetic workload (default 1)\n"
           "  --workers K    workers of the static split (default 4)\n"
           "  --vcpus N      give the pool N vCPUs instead of its own\n"
+          "  --limit-factor LO[-HI]  jobs declare hold limits of run time\n"
+          "                 times f, f uniform in [LO, HI] (default 1-3)\n"
+          "  --no-limit P   a share P of jobs declares no limit (default 0)\n"
           "  --plot DIR     write chart data, a gnuplot script and (with\n"
           "                 gnuplot installed) PNG charts into DIR\n");
 }
@@ -76,16 +82,36 @@ static double number_arg(const char *opt, const char *text, double lo,
   return v;
 }
 
+/* --limit-factor LO[-HI]: hold limits are run times times f, f uniform in
+ * [LO, HI] (both at least 1: limits are honest). */
+static void limit_factor(const char *text) {
+  char buf[64];
+  snprintf(buf, sizeof(buf), "%s", text);
+  char *dash = strchr(buf, '-');
+  if (dash != NULL)
+    *dash = '\0';
+  cqb_sim_opts.limit_lo = number_arg("--limit-factor", buf, 1, 1000);
+  cqb_sim_opts.limit_hi = dash != NULL
+                              ? number_arg("--limit-factor", dash + 1, 1, 1000)
+                              : cqb_sim_opts.limit_lo;
+  if (cqb_sim_opts.limit_hi < cqb_sim_opts.limit_lo) {
+    fprintf(stderr, "cronoq-bench: --limit-factor LO-HI needs LO <= HI\n");
+    exit(2);
+  }
+}
+
 int main(int argc, char **argv) {
   const char *cmd = "all";
   int reps = 0;
   cqb_sim_opts.seed = 1;
+  cqb_sim_opts.limit_lo = 1;
+  cqb_sim_opts.limit_hi = 3;
   cqb_opts.progress = isatty(STDERR_FILENO);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "micro") == 0 || strcmp(a, "sim") == 0 ||
-        strcmp(a, "all") == 0) {
+        strcmp(a, "backfill") == 0 || strcmp(a, "all") == 0) {
       cmd = a;
     } else if (strcmp(a, "--pool") == 0 && v != NULL) {
       if (strcmp(v, "machine") != 0 && strcmp(v, "rack") != 0) {
@@ -107,6 +133,10 @@ int main(int argc, char **argv) {
       cqb_sim_opts.workers = (unsigned)number_arg(a, argv[++i], 1, 64);
     } else if (strcmp(a, "--vcpus") == 0 && v != NULL) {
       cqb_sim_opts.vcpus = (unsigned)number_arg(a, argv[++i], 1, 1e6);
+    } else if (strcmp(a, "--limit-factor") == 0 && v != NULL) {
+      limit_factor(argv[++i]);
+    } else if (strcmp(a, "--no-limit") == 0 && v != NULL) {
+      cqb_sim_opts.no_limit = number_arg(a, argv[++i], 0, 1);
     } else if (strcmp(a, "--plot") == 0 && v != NULL) {
       cqb_sim_opts.plot_dir = argv[++i];
     } else if (strcmp(a, "--quick") == 0) {
@@ -139,22 +169,28 @@ int main(int argc, char **argv) {
   become_multithreaded();
   cqb_print_header();
   fflush(stdout);
-  bool micro = strcmp(cmd, "sim") != 0, sim = strcmp(cmd, "micro") != 0;
+  bool all = strcmp(cmd, "all") == 0;
+  bool micro = all || strcmp(cmd, "micro") == 0;
+  bool sim = all || strcmp(cmd, "sim") == 0;
+  bool backfill = all || strcmp(cmd, "backfill") == 0;
   int steps = 0;
   if (micro) {
     steps += cqb_micro_core_plan() + cqb_micro_contended_plan() +
-             cqb_micro_devices_plan();
+             cqb_micro_devices_plan() + cqb_micro_backfill_plan();
 #ifdef CRONOQ_BENCH_UV
     steps += cqb_micro_uv_plan();
 #endif
   }
   if (sim)
     steps += cqb_sim_plan();
+  if (backfill)
+    steps += cqb_backfill_plan();
   cqb_progress_plan(steps);
   if (micro) {
     cqb_micro_core();
     cqb_micro_contended();
     cqb_micro_devices();
+    cqb_micro_backfill();
 #ifdef CRONOQ_BENCH_UV
     cqb_micro_uv();
 #endif
@@ -162,6 +198,8 @@ int main(int argc, char **argv) {
   cqb_print_figures();
   if (sim)
     cqb_sim(); /* its own tables, each pool's figures after them */
+  if (backfill)
+    cqb_backfill();
   cqb_print_notes();
   cqb_write_outputs();
   return 0;

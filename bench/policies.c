@@ -9,6 +9,8 @@
  * - greedy first-fit: whenever something ends, every waiting job that fits
  *   starts, oldest first; nothing is held back for anyone, so a large job
  *   waits until enough happens to be free at once;
+ * - libcronoq with backfill: the library with CQ_POOL_BACKFILL, every
+ *   request declaring its job's hold limit;
  * - static split: K workers, each with 1/K of every budget and of the GPUs
  *   in a pool of its own, and a FIFO queue of its own; jobs go to the
  *   workers in turn (round robin), and a job larger than one worker's share
@@ -32,6 +34,7 @@ struct pstate {
   /* static split: each worker's FIFO queue */
   struct sjob *qhead[STATIC_WORKERS_MAX], *qtail[STATIC_WORKERS_MAX];
   unsigned rr;
+  bool limits; /* requests declare the jobs' hold limits */
   bool broken; /* a call failed that cannot: the run is void */
 };
 
@@ -60,11 +63,14 @@ static int open_pool(struct sim *s, unsigned flags, unsigned parts,
   return 0;
 }
 
-/* Write the job's request for `pool` into j->req. Returns 0, or a library
- * error (the job cannot be asked for at all there). */
-static int build_req(cq_pool *pool, struct sjob *j) {
+/* Write the job's request for `pool` into j->req, with its hold limit if
+ * `limits`. Returns 0, or a library error (the job cannot be asked for at
+ * all there). */
+static int build_req(cq_pool *pool, struct sjob *j, bool limits) {
   const struct sim_job *job = j->job;
   int rc = cq_req_init(&j->req, pool);
+  if (rc == 0 && limits)
+    rc = cq_req_set_hold_limit(&j->req, job->limit_ms);
   if (rc == 0 && job->gpu == SIM_GPU_FRACTION)
     rc = cq_req_add_fraction(&j->req, "gpu", job->gpu_amount);
   else if (rc == 0 && job->gpu == SIM_GPU_WHOLE)
@@ -83,6 +89,9 @@ static int close_pools(struct sim *s) {
     cq_pool_stats st;
     if (cq_pool_stats_get(ps->pools[i], &st) != 0 || st.waiting != 0)
       rc = -1;
+    s->backfilled += st.backfilled;
+    s->late_heads += st.late_heads;
+    s->overdue += st.overdue;
     if (cq_pool_destroy(ps->pools[i]) != 0)
       rc = -1;
   }
@@ -150,9 +159,16 @@ static int staged_open(struct sim *s) {
   return cronoq_open_flags(s, CQ_POOL_STAGED_CLAIMS);
 }
 
+static int backfill_open(struct sim *s) {
+  if (cronoq_open_flags(s, CQ_POOL_BACKFILL) != 0)
+    return -1;
+  state_of(s)->limits = true;
+  return 0;
+}
+
 static void cronoq_arrive(struct sim *s, struct sjob *j) {
   cq_pool *pool = state_of(s)->pools[0];
-  if (build_req(pool, j) != 0) {
+  if (build_req(pool, j, state_of(s)->limits) != 0) {
     sim_rejected(s, j);
     return;
   }
@@ -184,7 +200,7 @@ static void fifo_drain(struct sim *s) {
 }
 
 static void fifo_arrive(struct sim *s, struct sjob *j) {
-  if (build_req(state_of(s)->pools[0], j) != 0) {
+  if (build_req(state_of(s)->pools[0], j, false) != 0) {
     sim_rejected(s, j);
     return;
   }
@@ -208,7 +224,7 @@ static bool may_fit(const struct sim *s, const struct sjob *j) {
 
 static void greedy_arrive(struct sim *s, struct sjob *j) {
   cq_pool *pool = state_of(s)->pools[0];
-  if (build_req(pool, j) != 0) {
+  if (build_req(pool, j, state_of(s)->limits) != 0) {
     sim_rejected(s, j);
     return;
   }
@@ -264,7 +280,7 @@ static void static_arrive(struct sim *s, struct sjob *j) {
   struct pstate *ps = state_of(s);
   unsigned w = ps->rr++ % ps->npools;
   j->worker = w;
-  if (build_req(ps->pools[w], j) != 0) {
+  if (build_req(ps->pools[w], j, false) != 0) {
     sim_rejected(s, j);
     return;
   }
@@ -292,6 +308,8 @@ static const struct sim_policy_ops OPS[SIM_POLICIES] = {
     [SIM_FIFO] = {single_open, fifo_arrive, fifo_finish, close_pools},
     [SIM_GREEDY] = {single_open, greedy_arrive, greedy_finish, close_pools},
     [SIM_STATIC] = {static_open, static_arrive, static_finish, close_pools},
+    [SIM_CRONOQ_BACKFILL] = {backfill_open, cronoq_arrive, cronoq_finish,
+                             close_pools},
 };
 
 const struct sim_policy_ops *sim_policy_ops(int policy) {

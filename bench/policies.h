@@ -52,7 +52,8 @@ struct sim {
   struct sjob *first_unmarked; /* oldest waiting job not yet passed over */
   size_t rejected;
   uint64_t decisions; /* library calls that decide: acquires, releases */
-  void *state;        /* the policy's own */
+  uint64_t backfilled, late_heads, overdue; /* the pools' counts */
+  void *state;                              /* the policy's own */
 };
 
 /* A policy. open() sets up its pools; arrive() and finish() are called as

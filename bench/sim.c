@@ -41,6 +41,8 @@ const char *sim_policy_name(int policy) {
     return "greedy";
   case SIM_STATIC:
     return "static-split";
+  case SIM_CRONOQ_BACKFILL:
+    return "libcronoq-backfill";
   default:
     return "?";
   }
@@ -244,6 +246,8 @@ static void summarise(struct sim *s, struct sim_result *out) {
     waits[c] = s->opts->wait_samples[c] != NULL
                    ? s->opts->wait_samples[c]
                    : malloc((s->w->n + 1) * sizeof(double));
+  double *small = malloc((s->w->n + 1) * sizeof(double));
+  size_t n_small = 0;
   int64_t last_end = 0;
   for (size_t i = 0; i < s->w->n; i++) {
     struct sjob *j = &s->jobs[i];
@@ -252,9 +256,12 @@ static void summarise(struct sim *s, struct sim_result *out) {
     if (j->state != SJOB_DONE)
       continue;
     int c = j->job->cls;
+    double wait = (double)(j->start_ms - j->job->arrival_ms) / 1000.0;
     if (waits[c] != NULL)
-      waits[c][counts[c]] = (double)(j->start_ms - j->job->arrival_ms) / 1000.0;
+      waits[c][counts[c]] = wait;
     counts[c]++;
+    if (small != NULL && (c == SIM_CPU_ONLY || c == SIM_FRACTIONAL))
+      small[n_small++] = wait;
     if (j->end_ms > last_end)
       last_end = j->end_ms;
     if (j->passed_at >= 0) {
@@ -296,6 +303,14 @@ static void summarise(struct sim *s, struct sim_result *out) {
     if (waits[c] != s->opts->wait_samples[c])
       free(waits[c]);
   }
+  out->small.jobs = n_small;
+  if (small != NULL && n_small > 0) {
+    qsort(small, n_small, sizeof(double), cmp_double);
+    out->small.p50_s = quantile(small, n_small, 0.50);
+    out->small.p99_s = quantile(small, n_small, 0.99);
+    out->small.max_s = small[n_small - 1];
+  }
+  free(small);
 }
 
 int sim_run(const struct workload *w, const struct pool_shape *shape,
@@ -355,6 +370,9 @@ int sim_run(const struct workload *w, const struct pool_shape *shape,
   if (s.policy != NULL && s.policy->close(&s) != 0)
     rc = -1;
   out->decisions = s.decisions;
+  out->backfilled = s.backfilled;
+  out->late_heads = s.late_heads;
+  out->overdue = s.overdue;
   if (rc == 0)
     summarise(&s, out);
   free(s.jobs);

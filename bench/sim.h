@@ -100,6 +100,14 @@ int wl_replay(struct workload *w, unsigned times);
 void wl_poisson_arrivals(struct workload *w, double load, uint32_t gpus,
                          uint64_t seed);
 
+/*
+ * Give every job a hold limit: its run time times f, f uniform in
+ * [f_lo, f_hi] (users over-estimate: f >= 1 keeps every limit honest), or
+ * no limit with probability `no_limit_share`. Deterministic for a seed.
+ */
+void wl_hold_limits(struct workload *w, double f_lo, double f_hi,
+                    double no_limit_share, uint64_t seed);
+
 /* The class of a job from what it asks (sets job->cls). */
 void wl_classify(struct sim_job *job);
 
@@ -111,12 +119,13 @@ double wl_gpu_demand(const struct sim_job *job);
 /* ------------------------------------------------------------------------ */
 
 enum sim_policy {
-  SIM_CRONOQ = 0,        /* libcronoq, default claims */
-  SIM_CRONOQ_STAGED = 1, /* libcronoq, staged claims */
-  SIM_FIFO = 2,          /* strict global FIFO: the head blocks the rest */
-  SIM_GREEDY = 3,        /* greedy first-fit, no reservation */
-  SIM_STATIC = 4,        /* static split into K workers, each FIFO */
-  SIM_POLICIES = 5
+  SIM_CRONOQ = 0,          /* libcronoq, default claims */
+  SIM_CRONOQ_STAGED = 1,   /* libcronoq, staged claims */
+  SIM_FIFO = 2,            /* strict global FIFO: the head blocks the rest */
+  SIM_GREEDY = 3,          /* greedy first-fit, no reservation */
+  SIM_STATIC = 4,          /* static split into K workers, each FIFO */
+  SIM_CRONOQ_BACKFILL = 5, /* libcronoq with backfill on the jobs' limits */
+  SIM_POLICIES = 6
 };
 
 const char *sim_policy_name(int policy);
@@ -141,6 +150,11 @@ struct sim_result {
   double wall_s;                /* real time the run took */
   double cpu_s;                 /* CPU time it took */
   uint64_t decisions;           /* scheduling calls made (acquires, releases) */
+  struct sim_waits small;       /* CPU-only and fractional jobs together */
+  uint64_t backfilled;          /* libcronoq: grants made by backfill */
+  uint64_t late_heads;          /* libcronoq: heads granted after their shadow
+                                   time */
+  uint64_t overdue; /* libcronoq: grants that outlived their limit */
 };
 
 /* Options of a run. */

@@ -108,16 +108,28 @@ static bool same_schedule(const struct sim_result *a,
   return true;
 }
 
+/* Give the jobs hold limits as the options say (for the backfill policy;
+ * the others ignore them). */
+static void default_limits(struct workload *w) {
+  const struct cqb_sim_opts *o = &cqb_sim_opts;
+  wl_hold_limits(w, o->limit_lo, o->limit_hi, o->no_limit, o->seed + 2);
+}
+
+/* Build the workload for `shape`: synthetic, or the trace; Poisson arrivals
+ * at `load` (0: the default for the synthetic workload, the trace's own
+ * arrivals for the trace). Says what it built in `what`. */
 static int build_workload(struct workload *w, const struct pool_shape *shape,
-                          char *what, size_t len) {
+                          double load, char *what, size_t len) {
   const struct cqb_sim_opts *o = &cqb_sim_opts;
   memset(w, 0, sizeof(*w));
-  double load = o->load > 0 ? o->load : DEFAULT_LOAD;
   if (o->trace == NULL) {
+    if (load <= 0)
+      load = DEFAULT_LOAD;
     size_t n = synthetic_jobs(shape);
     if (wl_synthetic(w, n, o->seed) != 0)
       return -1;
     wl_poisson_arrivals(w, load, shape->gpus, o->seed + 1);
+    default_limits(w);
     snprintf(what, len,
              "synthetic workload, %zu jobs, seed %llu, offered GPU load %.2f",
              n, (unsigned long long)o->seed, load);
@@ -129,16 +141,17 @@ static int build_workload(struct workload *w, const struct pool_shape *shape,
   unsigned times = o->replay > 0 ? o->replay : 1;
   if (times > 1 && wl_replay(w, times) != 0)
     return -1;
+  default_limits(w);
   int at = snprintf(what, len,
                     "trace %s: %zu pods that ran (%zu never ran, %zu "
                     "malformed rows skipped)",
                     o->trace, pods, w->never_ran, w->malformed);
   if (times > 1)
     at += snprintf(what + at, len - (size_t)at, ", replayed %ux", times);
-  if (o->load > 0) {
-    wl_poisson_arrivals(w, o->load, shape->gpus, o->seed + 1);
+  if (load > 0) {
+    wl_poisson_arrivals(w, load, shape->gpus, o->seed + 1);
     snprintf(what + at, len - (size_t)at,
-             ", Poisson arrivals at offered GPU load %.2f", o->load);
+             ", Poisson arrivals at offered GPU load %.2f", load);
   } else {
     snprintf(what + at, len - (size_t)at, ", the trace's own arrivals");
   }
@@ -515,7 +528,7 @@ void cqb_sim(void) {
     const struct pool_shape *shape = &resized;
     struct workload w;
     char what[512];
-    if (build_workload(&w, shape, what, sizeof(what)) != 0)
+    if (build_workload(&w, shape, cqb_sim_opts.load, what, sizeof(what)) != 0)
       cqb_fail("sim: cannot build the workload%s%s",
                cqb_sim_opts.trace ? " from " : "",
                cqb_sim_opts.trace ? cqb_sim_opts.trace : "");
@@ -551,5 +564,176 @@ void cqb_sim(void) {
       cqb_note("chart data written to %s, but gnuplot failed on plots.gp "
                "(see its messages above)",
                dir);
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The backfill sweep                                                        */
+/* ------------------------------------------------------------------------ */
+
+static const double SWEEP_LOADS[] = {0.5, 0.8, 0.95};
+#define N_LOADS (sizeof(SWEEP_LOADS) / sizeof(SWEEP_LOADS[0]))
+
+/* How the jobs declare their limits: run time times f, f uniform in
+ * [lo, hi]; `none` of them declare none. */
+static const struct limit_variant {
+  const char *name;
+  double lo, hi, none;
+} VARIANTS[] = {
+    {"f in [1,3]", 1, 3, 0},
+    {"f = 1", 1, 1, 0},
+    {"f in [1,10]", 1, 10, 0},
+    {"f in [1,3], 5% none", 1, 3, 0.05},
+};
+#define N_VARIANTS (sizeof(VARIANTS) / sizeof(VARIANTS[0]))
+
+/* What backfill is compared with; their runs do not depend on limits. */
+static const int BASES[] = {SIM_CRONOQ, SIM_FIFO, SIM_GREEDY};
+#define N_BASES (sizeof(BASES) / sizeof(BASES[0]))
+
+int cqb_backfill_plan(void) {
+  int steps = 0;
+  for (size_t i = 0; i < N_SHAPES; i++)
+    if (shape_selected(SHAPES[i]))
+      steps += (int)(N_LOADS * (N_BASES + N_VARIANTS));
+  return steps;
+}
+
+static struct sim_result sweep_run(const struct workload *w,
+                                   const struct pool_shape *shape, int policy) {
+  struct sim_opts so;
+  memset(&so, 0, sizeof(so));
+  so.policy = policy;
+  so.static_workers = DEFAULT_WORKERS;
+  struct sim_result r;
+  if (sim_run(w, shape, &so, &r) != 0)
+    cqb_fail("backfill: %s on %s: the run's books do not balance",
+             sim_policy_name(policy), shape->name);
+  char label[64];
+  snprintf(label, sizeof(label), "backfill %s %s", shape->name,
+           sim_policy_name(policy));
+  cqb_progress_tick(label);
+  return r;
+}
+
+static void sweep_row(double load, const char *limits,
+                      const struct sim_result *r) {
+  char mw[16], sp[16], cp[16];
+  printf("  %4.2f  %-20s %-19s %5.3f %8.3f %10s %10s %10s %8llu %6llu\n", load,
+         limits, sim_policy_name(r->policy), r->util_gpu,
+         r->makespan_s / r->lower_bound_s,
+         human(r->wait[SIM_MULTI].max_s, mw, sizeof(mw)),
+         human(r->small.p99_s, sp, sizeof(sp)),
+         human(r->wait[SIM_CPU_ONLY].p99_s, cp, sizeof(cp)),
+         (unsigned long long)r->backfilled, (unsigned long long)r->late_heads);
+}
+
+/* Every value of one run, for the CSV and JSON. */
+static void sweep_values(const char *group, double load, const char *limits,
+                         const struct sim_result *r) {
+  char prefix[96], name[160];
+  snprintf(prefix, sizeof(prefix), "%s, load %.2f%s%s",
+           sim_policy_name(r->policy), load, limits ? ", " : "",
+           limits ? limits : "");
+#define V(label, unit, v)                                                      \
+  do {                                                                         \
+    snprintf(name, sizeof(name), "%s: %s", prefix, label);                     \
+    cqb_value(group, name, unit, v);                                           \
+  } while (0)
+  V("GPU utilisation", "fraction", r->util_gpu);
+  V("makespan / lower bound", "x", r->makespan_s / r->lower_bound_s);
+  V("multi-GPU max wait", "s", r->wait[SIM_MULTI].max_s);
+  V("small p99 wait", "s", r->small.p99_s);
+  V("CPU-only p99 wait", "s", r->wait[SIM_CPU_ONLY].p99_s);
+  V("backfilled", "grants", (double)r->backfilled);
+  V("late heads", "heads", (double)r->late_heads);
+#undef V
+}
+
+/* The goals of the backfill issue, at load 0.8. */
+static void sweep_goals(const char *group, const struct pool_shape *shape,
+                        const struct sim_result *base,
+                        const struct sim_result *bf) {
+  const struct sim_result *fifo = &base[1], *greedy = &base[2];
+  const struct sim_result *f13 = &bf[0], *none5 = &bf[3];
+  if (strcmp(shape->name, "machine") == 0) {
+    goal(group, "GPU use, f in [1,3]", "fraction", f13->util_gpu, "greedy",
+         greedy->util_gpu, -1.00);
+    goal(group, "makespan, f in [1,3]", "s", f13->makespan_s, "lower bound",
+         f13->lower_bound_s, 1.10);
+    goal(group, "makespan vs greedy, f in [1,3]", "s", f13->makespan_s,
+         "greedy", greedy->makespan_s, 1.00);
+    goal(group, "multi-GPU max wait, f in [1,3]", "s",
+         f13->wait[SIM_MULTI].max_s, "strict-fifo", fifo->wait[SIM_MULTI].max_s,
+         0.55);
+    goal(group, "small p99 wait, f in [1,3]", "s", f13->small.p99_s,
+         "strict-fifo", fifo->small.p99_s, 0.30);
+    goal(group, "GPU use, 5% without limit", "fraction", none5->util_gpu,
+         "greedy", greedy->util_gpu, -0.95);
+    goal(group, "multi-GPU max wait, 5% without", "s",
+         none5->wait[SIM_MULTI].max_s, "strict-fifo",
+         fifo->wait[SIM_MULTI].max_s, 0.65);
+  } else {
+    goal(group, "makespan, f in [1,3]", "s", f13->makespan_s, "lower bound",
+         f13->lower_bound_s, 1.02);
+    goal(group, "CPU-only p99 wait, f in [1,3]", "s",
+         f13->wait[SIM_CPU_ONLY].p99_s, "strict-fifo",
+         fifo->wait[SIM_CPU_ONLY].p99_s, 0.16);
+  }
+}
+
+void cqb_backfill(void) {
+  for (size_t i = 0; i < N_SHAPES; i++) {
+    if (!shape_selected(SHAPES[i]))
+      continue;
+    struct pool_shape resized = *SHAPES[i];
+    if (cqb_sim_opts.vcpus > 0)
+      resized.cpu_milli = (int64_t)cqb_sim_opts.vcpus * 1000;
+    const struct pool_shape *shape = &resized;
+    char group[32];
+    snprintf(group, sizeof(group), "backfill %s%s", shape->name,
+             cqb_sim_opts.trace != NULL ? " (trace)" : "");
+    bool header = false;
+    uint64_t late = 0;
+    for (size_t l = 0; l < N_LOADS; l++) {
+      struct workload w;
+      char what[512];
+      if (build_workload(&w, shape, SWEEP_LOADS[l], what, sizeof(what)) != 0)
+        cqb_fail("backfill: cannot build the workload");
+      if (!header) {
+        printf("== backfill: %s pool (%u GPUs, %lld vCPUs, %lld GiB); %s\n",
+               shape->name, shape->gpus, (long long)(shape->cpu_milli / 1000),
+               (long long)(shape->memory_mib / 1024), what);
+        printf("  %4s  %-20s %-19s %5s %8s %10s %10s %10s %8s %6s\n", "load",
+               "limits", "policy", "gpu", "/bound", "multi max", "small p99",
+               "cpu p99", "backfill", "late");
+        header = true;
+      }
+      struct sim_result base[N_BASES], bf[N_VARIANTS];
+      for (size_t b = 0; b < N_BASES; b++) {
+        base[b] = sweep_run(&w, shape, BASES[b]);
+        sweep_row(SWEEP_LOADS[l], "-", &base[b]);
+        sweep_values(group, SWEEP_LOADS[l], NULL, &base[b]);
+      }
+      for (size_t v = 0; v < N_VARIANTS; v++) {
+        wl_hold_limits(&w, VARIANTS[v].lo, VARIANTS[v].hi, VARIANTS[v].none,
+                       cqb_sim_opts.seed + 2);
+        bf[v] = sweep_run(&w, shape, SIM_CRONOQ_BACKFILL);
+        sweep_row(SWEEP_LOADS[l], VARIANTS[v].name, &bf[v]);
+        sweep_values(group, SWEEP_LOADS[l], VARIANTS[v].name, &bf[v]);
+        if (VARIANTS[v].none == 0)
+          late += bf[v].late_heads;
+      }
+      if (SWEEP_LOADS[l] == 0.8)
+        sweep_goals(group, shape, base, bf);
+      wl_free(&w);
+    }
+    printf("  small: CPU-only and fractional jobs; late: heads granted after "
+           "their shadow time\n\n");
+    cqb_note("%s: %llu heads granted after their shadow time with honest "
+             "limits (every variant but the one with jobs without a limit)",
+             group, (unsigned long long)late);
+    cqb_print_figures();
+    printf("\n");
   }
 }

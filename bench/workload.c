@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +123,7 @@ struct rng {
 /* Streams of one seed: XORed into it so each use draws its own numbers. */
 #define STREAM_SYNTHETIC UINT64_C(0x6a09e667f3bcc908)
 #define STREAM_ARRIVALS UINT64_C(0xbb67ae8584caa73b)
+#define STREAM_LIMITS UINT64_C(0x3c6ef372fe94f82b)
 
 static void rng_init(struct rng *r, uint64_t seed, uint64_t stream) {
   r->state = seed ^ stream;
@@ -739,5 +741,20 @@ void wl_poisson_arrivals(struct workload *w, double load, uint32_t gpus,
      * it there. */
     w->jobs[i].arrival_ms =
         t_ms < (double)INT64_MAX ? (int64_t)llround(t_ms) : INT64_MAX;
+  }
+}
+
+void wl_hold_limits(struct workload *w, double f_lo, double f_hi,
+                    double no_limit_share, uint64_t seed) {
+  struct rng r;
+  rng_init(&r, seed, STREAM_LIMITS);
+  for (size_t i = 0; i < w->n; i++) {
+    struct sim_job *j = &w->jobs[i];
+    /* Both draws every time, so that one job's limit does not depend on
+     * whether an earlier one declared none. */
+    double f = f_lo + (f_hi - f_lo) * rng_unit(&r);
+    bool none = rng_unit(&r) < no_limit_share;
+    double limit = ceil((double)j->duration_ms * f);
+    j->limit_ms = none ? 0 : limit < 1 ? 1 : (int64_t)limit;
   }
 }

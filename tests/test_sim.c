@@ -25,6 +25,12 @@
  * libcronoq: J2 starts at once (J1 lacks only a GPU, so it claims nothing
  *   else). At 10 J1 gets a GPU and J3, the oldest waiter left, reserves the
  *   other: J4 and J5 may not take it. J3 runs 20-30, then J4 and J5 run.
+ * libcronoq with backfill, every job declaring its run time as its hold
+ *   limit: as libcronoq until 10. Then J1 starts, and J3, the head now, has
+ *   its shadow time at 20 (when J1 ends). J4 ends at 12, before 20: it is
+ *   backfilled at 10 onto the GPU reserved for J3; J5 at 12, on the same
+ *   GPU, ending at 13. J3 still starts at 20. Makespan 30, as greedy, with
+ *   no job passed over for longer than libcronoq's.
  * static split, K = 2: each worker has 1 GPU, 2 vCPUs and 512 MiB. Jobs
  *   go round robin: J0, J2, J4 to worker 0 and J1, J3, J5 to worker 1. J0
  *   and J3 ask 2 GPUs and are rejected; J1 runs 1-11, J2 2-7, J4 4-6, and
@@ -133,6 +139,25 @@ static void test_libcronoq_reserves_for_the_oldest_waiter(void **state) {
   assert_true(r.wait[SIM_CPU_ONLY].max_s == 0);
   r = run_example(SIM_CRONOQ_STAGED, want);
   assert_true(r.makespan_s == 32);
+}
+
+static void test_backfill_fills_the_gap_before_the_head_starts(void **state) {
+  (void)state;
+  struct workload w;
+  hand_example(&w);
+  wl_hold_limits(&w, 1, 1, 0, 1); /* limits = run times */
+  int64_t starts[6];
+  struct sim_result r = run_tiny(&w, SIM_CRONOQ_BACKFILL, 2, starts);
+  static const int64_t want[] = {0, 10, 2, 20, 10, 12};
+  for (size_t i = 0; i < w.n; i++)
+    if (starts[i] != want[i] * 1000)
+      fail_msg("backfill: J%zu started at %lld ms, expected %lld s", i,
+               (long long)starts[i], (long long)want[i]);
+  assert_true(r.makespan_s == 30);
+  assert_int_equal(r.backfilled, 2);
+  assert_int_equal(r.late_heads, 0);
+  assert_int_equal(r.overdue, 0);
+  wl_free(&w);
 }
 
 static void test_static_split_rejects_jobs_larger_than_a_share(void **state) {
@@ -244,6 +269,7 @@ int main(void) {
       cmocka_unit_test(test_strict_fifo_head_blocks_everything_behind_it),
       cmocka_unit_test(test_greedy_starts_whatever_fits),
       cmocka_unit_test(test_libcronoq_reserves_for_the_oldest_waiter),
+      cmocka_unit_test(test_backfill_fills_the_gap_before_the_head_starts),
       cmocka_unit_test(test_static_split_rejects_jobs_larger_than_a_share),
       cmocka_unit_test(test_jobs_that_never_fit_are_rejected_by_every_policy),
       cmocka_unit_test(test_simulation_is_deterministic_for_a_seed),
