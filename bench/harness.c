@@ -114,8 +114,12 @@ void cqb_value(const char *group, const char *name, const char *unit,
   figures[n_figures - 1].quiet = 1;
 }
 
+/* Equal within rounding counts as met: two sums of the same terms in
+ * another order can differ in the last bits. */
 static int goal_met(const struct figure *f) {
-  return f->goal_is_min ? f->ratio >= f->goal : f->ratio <= f->goal;
+  double slack = 1e-9 * f->goal;
+  return f->goal_is_min ? f->ratio >= f->goal - slack
+                        : f->ratio <= f->goal + slack;
 }
 
 void cqb_note(const char *fmt, ...) {

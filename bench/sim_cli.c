@@ -56,6 +56,14 @@ static bool shape_selected(const struct pool_shape *shape) {
          strcmp(cqb_sim_opts.pool, shape->name) == 0;
 }
 
+/* The pool as the options ask for it (--vcpus). */
+static struct pool_shape shape_as_asked(const struct pool_shape *shape) {
+  struct pool_shape s = *shape;
+  if (cqb_sim_opts.vcpus > 0)
+    s.cpu_milli = (int64_t)cqb_sim_opts.vcpus * 1000;
+  return s;
+}
+
 int cqb_sim_plan(void) {
   int steps = 0;
   for (size_t i = 0; i < N_SHAPES; i++)
@@ -331,6 +339,24 @@ static void record(const struct pool_shape *shape, struct policy_run *runs) {
 /* Charts                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* mkdir -p: 0, or -1 with errno set. */
+static int make_dirs(const char *dir) {
+  char path[4096];
+  if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  for (char *c = path + 1; *c != '\0'; c++) {
+    if (*c != '/')
+      continue;
+    *c = '\0';
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+      return -1;
+    *c = '/';
+  }
+  return mkdir(path, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
 static FILE *open_in(const char *dir, const char *name) {
   char path[4096];
   snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -514,7 +540,7 @@ void cqb_sim(void) {
   const char *dir = cqb_sim_opts.plot_dir;
   FILE *script = NULL;
   if (dir != NULL) {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    if (make_dirs(dir) != 0)
       cqb_fail("cannot create %s: %s", dir, strerror(errno));
     script = open_in(dir, "plots.gp");
     fprintf(script, "# Charts of a cronoq-bench sim run: gnuplot plots.gp\n\n");
@@ -522,9 +548,7 @@ void cqb_sim(void) {
   for (size_t i = 0; i < N_SHAPES; i++) {
     if (!shape_selected(SHAPES[i]))
       continue;
-    struct pool_shape resized = *SHAPES[i];
-    if (cqb_sim_opts.vcpus > 0)
-      resized.cpu_milli = (int64_t)cqb_sim_opts.vcpus * 1000;
+    struct pool_shape resized = shape_as_asked(SHAPES[i]);
     const struct pool_shape *shape = &resized;
     struct workload w;
     char what[512];
@@ -686,9 +710,7 @@ void cqb_backfill(void) {
   for (size_t i = 0; i < N_SHAPES; i++) {
     if (!shape_selected(SHAPES[i]))
       continue;
-    struct pool_shape resized = *SHAPES[i];
-    if (cqb_sim_opts.vcpus > 0)
-      resized.cpu_milli = (int64_t)cqb_sim_opts.vcpus * 1000;
+    struct pool_shape resized = shape_as_asked(SHAPES[i]);
     const struct pool_shape *shape = &resized;
     char group[32];
     snprintf(group, sizeof(group), "backfill %s%s", shape->name,
