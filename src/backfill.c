@@ -172,7 +172,9 @@ void cq__limit_granted(cq_pool *p, struct cq__grant *g, int64_t now) {
   g->gseq = p->next_gseq++;
   g->overdue = 0;
   g->limited = 0;
+  /* The request may be gone once granted: keep what is needed of it. */
   int64_t limit = g->req != NULL ? g->req->limit_ms : 0;
+  g->limit_ms = limit;
   if (limit > 0) {
     g->limit_end = now < INT64_MAX - limit ? now + limit : INT64_MAX - 1;
     cq__rb_insert(&p->limits, &g->lnode, lim_cmp);
@@ -211,7 +213,7 @@ void cq__limits_expire(cq_pool *p, int64_t now) {
     g->overdue = 1;
     p->overdue++;
     p->bf.dirty = true; /* it holds for ever now */
-    cq__event(p, CQ_EVENT_OVERDUE, g, NULL, g->req->limit_ms);
+    cq__event(p, CQ_EVENT_OVERDUE, g, NULL, g->limit_ms);
   }
 }
 
