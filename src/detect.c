@@ -54,8 +54,10 @@ void cq_gpu_list_free(cq_gpu_list *list) {
   if (list == NULL || list->alloc_.free == NULL)
     return;
   for (size_t i = 0; i < list->count; i++)
-    list->alloc_.free(list->ids[i], list->alloc_.arg);
-  list->alloc_.free(list->ids, list->alloc_.arg);
+    if (list->ids[i] != NULL)
+      list->alloc_.free(list->ids[i], list->alloc_.arg);
+  if (list->ids != NULL) /* the hooks are never handed NULL */
+    list->alloc_.free(list->ids, list->alloc_.arg);
   list->ids = NULL;
   list->count = 0;
   list->cap_ = 0;

@@ -276,6 +276,31 @@ static int id_check(const char *id) {
   return 0;
 }
 
+static int id_cmp(const cq__rbnode *a, const cq__rbnode *b) {
+  return strcmp(node_dev(a)->id, node_dev(b)->id);
+}
+
+static int id_key_cmp(const cq__rbnode *n, const void *key) {
+  return strcmp(node_dev(n)->id, key);
+}
+
+/* Whether two of the `count` devices share an id (n log n, without
+ * allocating: the devices' own tree nodes are borrowed, then cleared). */
+static bool ids_repeat(struct cq__dev *devs, size_t count) {
+  cq__rbtree by_id;
+  memset(&by_id, 0, sizeof(by_id));
+  bool repeat = false;
+  for (size_t i = 0; i < count && !repeat; i++) {
+    cq__rbnode *same = cq__rb_lower_bound(&by_id, devs[i].id, id_key_cmp);
+    repeat = same != NULL && strcmp(node_dev(same)->id, devs[i].id) == 0;
+    if (!repeat)
+      cq__rb_insert(&by_id, &devs[i].node, id_cmp);
+  }
+  for (size_t i = 0; i < count; i++)
+    memset(&devs[i].node, 0, sizeof(devs[i].node));
+  return repeat;
+}
+
 int cq_devices_add(cq_pool *pool, const char *name, size_t count,
                    const char *const *ids) {
   if (pool == NULL || cq__name_check(name) != 0)
@@ -301,6 +326,10 @@ int cq_devices_add(cq_pool *pool, const char *name, size_t count,
       memcpy(devs[i].id, ids[i], strlen(ids[i]) + 1);
     else
       snprintf(devs[i].id, sizeof(devs[i].id), "%zu", i);
+  }
+  if (ids != NULL && ids_repeat(devs, count)) {
+    cq__free(pool, devs);
+    return CQ_EINVAL;
   }
 
   cq__mutex_lock(&pool->lock);

@@ -271,7 +271,7 @@ static bool budget_take(struct cq__res *r, int64_t need) {
   int64_t cap = cq__res_capacity(r);
   uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
   do {
-    if (cq__w_used(w) + need > cap)
+    if (need > cap - cq__w_used(w)) /* not used + need: it may overflow */
       return false;
   } while (!atomic_compare_exchange_weak_explicit(
       &r->word, &w, w + (uint64_t)need, memory_order_acq_rel,
@@ -377,8 +377,8 @@ int cq__lockfree_take(struct cq__grant *g, const struct cq__req *req) {
     do {
       if ((w & (CQ__W_CONTENDED | CQ__W_REMOVED)) != 0 ||
           cq__w_count(w) >= CQ__W_COUNT_FAST_LIMIT ||
-          cq__w_used(w) + (int64_t)need > cap)
-        goto undo;
+          (int64_t)need > cap - cq__w_used(w))
+        goto undo; /* compared with what is left: used + need may overflow */
     } while (!atomic_compare_exchange_weak_explicit(
         &r->word, &w, w + need + CQ__W_COUNT_ONE, memory_order_acq_rel,
         memory_order_relaxed));

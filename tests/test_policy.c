@@ -76,6 +76,40 @@ static void test_request_is_granted_all_at_once_or_not_at_all(void **state) {
   assert_int_equal(cqt_budget(pool, "license").in_use, 0);
 }
 
+/*
+ * Found by the bad-input catalogue (issue #8): an amount near INT64_MAX once
+ * passed the lock-free path's room check, whose sum used + need overflowed,
+ * and was granted on a budget of 100. It must fail as never-fitting, and
+ * the lock-free path must also respect a capacity shrunk below what is held.
+ */
+static void test_huge_amount_is_never_granted_on_the_fast_path(void **state) {
+  (void)state;
+  assert_cq_ok(cq_budget_add(pool, "mem", 100));
+  cq_req one, huge, rest;
+  cq_grant g1, g2, g3;
+  hold(&g1, &one, "mem:1");
+
+  assert_cq_ok(cq_req_init(&huge, pool));
+  assert_cq_ok(cq_req_add(&huge, "mem", INT64_MAX));
+  cq_grant_init(&g2);
+  assert_cq_err(cq_grant_try(pool, &g2, &huge), CQ_ENEVER);
+  assert_false(cq_grant_is_held(&g2));
+  assert_int_equal(cqt_budget(pool, "mem").in_use, 1);
+
+  /* Shrink below what is held: nothing more may be taken, lock-free or not. */
+  assert_cq_ok(cq_grant_release(pool, &g1));
+  hold(&g1, &one, "mem:60");
+  assert_cq_ok(cq_budget_set_capacity(pool, "mem", 50));
+  cqt_req(&rest, pool, "mem:1");
+  cq_grant_init(&g3);
+  assert_cq_err(cq_grant_try(pool, &g3, &rest), CQ_EBUSY);
+  assert_int_equal(cqt_budget(pool, "mem").in_use, 60);
+  assert_cq_ok(cq_grant_release(pool, &g1));
+  assert_cq_ok(cq_grant_try(pool, &g3, &rest));
+  assert_cq_ok(cq_grant_release(pool, &g3));
+  assert_int_equal(cqt_budget(pool, "mem").in_use, 0);
+}
+
 /* 2. FIFO with reservation within a budget. */
 static void test_head_waiter_keeps_what_frees_until_it_fits(void **state) {
   (void)state;
@@ -406,6 +440,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           test_staged_claims_take_one_resource_at_a_time, setup_staged,
           teardown),
+      T(test_huge_amount_is_never_granted_on_the_fast_path),
       T(test_try_does_not_overtake_a_waiting_head),
       T(test_cancelling_the_head_grants_those_behind),
       T(test_close_fails_waiters_and_destroy_refuses_when_busy),

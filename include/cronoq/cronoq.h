@@ -411,8 +411,9 @@ CQ_EXPORT int cq_pool_snapshot(cq_pool *pool, cq_resource_stats *out,
  * fails as never satisfiable). `ids` gives each device's physical id or UUID,
  * as CUDA_VISIBLE_DEVICES should name it (e.g. "0", "GPU-8e0c..."); NULL
  * names them "0".."count-1". The ids are copied. Thread-safe.
- * Returns 0, CQ_EINVAL (bad name, id empty, too long or with a comma or
- * space), CQ_ERANGE (count above CQ_DEVICES_MAX), CQ_EEXIST or CQ_ENOMEM.
+ * Returns 0, CQ_EINVAL (bad name, id empty, too long, with a comma or
+ * space, or given to two devices), CQ_ERANGE (count above CQ_DEVICES_MAX),
+ * CQ_EEXIST or CQ_ENOMEM.
  */
 CQ_EXPORT int cq_devices_add(cq_pool *pool, const char *name, size_t count,
                              const char *const *ids);
@@ -847,6 +848,71 @@ typedef int (*cq_write_fn)(const char *text, size_t len, void *arg);
  */
 CQ_EXPORT int cq_pool_write_metrics(cq_pool *pool, cq_write_fn write,
                                     void *arg);
+
+/* ------------------------------------------------------------------------ */
+/* What stays undefined behaviour, and why                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Every misuse that the library can detect cheaply returns an error and
+ * changes nothing (tests/test_misuse.c tries each one). The library cannot
+ * detect the misuses below. Each would need a handle table or a reference
+ * count checked on every call, or a lock on the lock-free paths. Their
+ * behaviour is undefined: a crash, a lost or doubled unit, a hang.
+ *
+ * - Using a pool after cq_pool_destroy(). This includes requests and
+ *   grants bound to it: they point into the pool (its resources, its
+ *   lock).
+ * - Destroying a pool while another thread is inside any call on it. A
+ *   pool with nothing held and no waiter can still be in use: a thread may
+ *   be blocked on its lock, or finishing a lock-free release (the units go
+ *   back first; the pool lock is taken after that, to wake a waiter that
+ *   may have left meanwhile). The event hook must not destroy the pool
+ *   either: the thread delivering events takes the pool lock again after
+ *   each one. (A destroy from the pool's own timer thread is detected and
+ *   refused with CQ_ESTATE.)
+ * - Freeing, moving, copying or re-initialising (cq_grant_init(),
+ *   cq_uv_req_init()) a grant while its attempt waits or holds units. A
+ *   waiting grant is a node in the pool's queue and trees. A copy of a held
+ *   grant passes the held check too, so releasing the copy and the original
+ *   returns the units twice. Likewise for a cq_uv_req from cq_uv_acquire()
+ *   until its callback has run and, once granted, until it is released.
+ * - Freeing or changing a request while an attempt made with it waits: the
+ *   waiter reads its items. Once the attempt is granted or has finished,
+ *   the request may go.
+ * - Changing one cq_req from two threads at once, or while an attempt uses
+ *   it (cq_req_add*(), cq_req_set_class(), cq_req_parse(),
+ *   cq_req_set_hold_limit(), cq_req_init()). Lock-free attempts read the
+ *   items without a lock, and cq_req_parse() writes the whole request back.
+ *   Many threads may acquire with the same request once it is built.
+ * - Passing one grant to two calls at once: two acquires, two releases, or
+ *   a release and a cq_grant_release_part(). The lock-free paths check the
+ *   grant's state and change it in two steps, so two concurrent releases
+ *   can both succeed and return the units twice. "Releasing twice is
+ *   refused" holds for releases that happen one after the other.
+ *   cq_grant_cancel() and cq_grant_abort() are the exception: they may race
+ *   with the grant from any thread.
+ * - A request or grant that was neither zeroed nor initialised. The check
+ *   is a magic number or a state byte, so storage that was never set can
+ *   pass it.
+ * - Calling cq_grant_acquire(), or anything else that blocks, from a grant
+ *   callback or the event hook. The callback may run on the pool's timer
+ *   thread, and then no deadline of the pool passes while it blocks. It may
+ *   also run on a thread that queues the callbacks it triggers behind the
+ *   current one, so a wait for units that one of those would release never
+ *   ends. On a libuv loop the loop itself stops.
+ * - Allocator hooks that are not thread-safe, when the pool is used from
+ *   several threads. The hooks run on whichever thread adds a resource,
+ *   takes a large snapshot, writes metrics or detects GPUs, sometimes with
+ *   the pool lock held: they must not call libcronoq on the same pool (the
+ *   lock is not recursive). They must return memory aligned as malloc()'s.
+ * - Calling the libuv adapter's cq_uv_init(), cq_uv_acquire() or
+ *   cq_uv_close() off the loop's thread (its pending list and timer have no
+ *   lock), or using a cq_uv after its close callback has run. cq_uv_cancel()
+ *   and cq_uv_release() may be called from any thread.
+ * - Calling any function of the library from a signal handler: the pool
+ *   lock is a mutex, which is not async-signal-safe.
+ */
 
 #ifdef __cplusplus
 }

@@ -228,7 +228,7 @@ int cq_uv_init(cq_uv **out, uv_loop_t *loop, cq_pool *pool,
     return CQ_EINVAL;
   cq_allocator a = cq__sys_allocator();
   if (alloc != NULL) {
-    if (alloc->alloc == NULL || alloc->free == NULL)
+    if (alloc->alloc == NULL || alloc->realloc == NULL || alloc->free == NULL)
       return CQ_EINVAL;
     a = *alloc;
   }
