@@ -273,10 +273,13 @@ static int lock_grant(cq_pool *pool, cq_grant *grant, uint8_t state,
   struct cq__grant *g = cq__grant_of(grant);
   cq__mutex_lock(&pool->lock);
   int rc = 0;
-  if (g->pool != pool)
-    rc = g->pool == NULL ? CQ_ESTATE : CQ_EPOOL;
-  else if (cq__gstate(g) != state)
+  /* The state first: it is atomic, and an owner starting a lock-free
+   * attempt writes g->pool without the lock, so a racing cancel may read
+   * the pool only once the state shows it was set under the lock. */
+  if (cq__gstate(g) != state)
     rc = CQ_ESTATE;
+  else if (g->pool != pool)
+    rc = CQ_EPOOL;
   if (rc != 0) {
     cq__mutex_unlock(&pool->lock);
     return rc;

@@ -36,7 +36,10 @@ enum { REQ_IDLE = 0, REQ_PENDING = 1 };
 
 struct uvreq {
   cq_uv *uv;
-  cq_pool *pool; /* kept apart: a grant may outlive its adapter */
+  /* Kept apart: a grant may outlive its adapter. Atomic and never cleared
+   * once set, since a cancel from another thread may read it while the
+   * loop binds the req to a new attempt. */
+  _Atomic(cq_pool *) pool;
   cq_uv_cb cb;
   int64_t deadline; /* CQ_NEVER: none */
   uint64_t seq;     /* orders equal deadlines */
@@ -289,13 +292,19 @@ int cq_uv_acquire(cq_uv *uv, cq_uv_req *req, const cq_req *request,
   struct uvreq *u = req_of(req);
   if (u->state == REQ_PENDING && u->uv == uv)
     return CQ_ESTATE;
-  memset(u, 0, sizeof(*u));
+  /* Field by field, never writing `pool` unless it changes: see there. */
+  if (atomic_load_explicit(&u->pool, memory_order_relaxed) != uv->pool)
+    atomic_store_explicit(&u->pool, uv->pool, memory_order_relaxed);
   u->uv = uv;
-  u->pool = uv->pool;
   u->cb = cb;
   u->deadline = deadline_ms;
   u->seq = uv->next_seq++;
+  u->status = 0;
   u->state = REQ_PENDING;
+  u->timed = false;
+  u->abort_tried = false;
+  u->prev = u->next = u->qnext = NULL;
+  memset(&u->dnode, 0, sizeof(u->dnode));
   /* On the pending list first: the outcome may come before submit returns. */
   u->next = uv->pending;
   if (uv->pending != NULL)
@@ -331,16 +340,20 @@ int cq_uv_acquire(cq_uv *uv, cq_uv_req *req, const cq_req *request,
 
 /* Both go through the pool the req was acquired from, never through the
  * adapter: a holder may release after the adapter closed and was freed. */
+static cq_pool *req_pool(cq_uv_req *req) {
+  return req == NULL
+             ? NULL
+             : atomic_load_explicit(&req_of(req)->pool, memory_order_relaxed);
+}
+
 int cq_uv_cancel(cq_uv_req *req) {
-  if (req == NULL || req_of(req)->pool == NULL)
-    return CQ_EINVAL;
-  return cq_grant_cancel(req_of(req)->pool, &req->grant);
+  cq_pool *pool = req_pool(req);
+  return pool == NULL ? CQ_EINVAL : cq_grant_cancel(pool, &req->grant);
 }
 
 int cq_uv_release(cq_uv_req *req) {
-  if (req == NULL || req_of(req)->pool == NULL)
-    return CQ_EINVAL;
-  return cq_grant_release(req_of(req)->pool, &req->grant);
+  cq_pool *pool = req_pool(req);
+  return pool == NULL ? CQ_EINVAL : cq_grant_release(pool, &req->grant);
 }
 
 int cq_uv_close(cq_uv *uv, cq_uv_close_cb cb) {
