@@ -551,6 +551,9 @@ void cq__sweep(cq_pool *p, struct cq__ctx *ctx);
 /* Mark a resource as freed: its blocked waiters are examined by the next
  * sweep. */
 void cq__res_mark_dirty(cq_pool *p, struct cq__res *r, uint64_t from_seq);
+/* Units of r came back: walk its blocked waiters again, and in a backfill
+ * pool let the waiters behind the head try too, whatever blocks them. */
+void cq__units_returned(cq_pool *p, struct cq__res *r);
 /* The claimant item on r whose reservation applies to g: the claimant when
  * it is older than g and is not `ignore`; else NULL. */
 const struct cq__gitem *cq__excl_for(const struct cq__res *r,
@@ -649,6 +652,12 @@ struct cq_pool {
   bool timer_stop;
   int64_t timer_wake_ms; /* deadline the timer thread sleeps towards */
 };
+
+/* Whether acquires and releases may skip the lock: not where an event hook
+ * records them in order, nor where the backfill shadow time must see them. */
+static inline bool cq__pool_lockfree(const cq_pool *p) {
+  return p->on_event == NULL && !(p->flags & CQ_POOL_BACKFILL);
+}
 
 static inline int64_t cq__pool_now(const cq_pool *p) {
   return p->clock ? p->clock(p->clock_arg) : cq_now();

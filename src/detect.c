@@ -220,6 +220,15 @@ int cq__parse_nvidia_smi(const char *text, cq_gpu_list *out) {
              (int)(len > 100 ? 100 : len), s);
     return CQ_EPARSE;
   }
+  /* Two devices with one id could not be told apart in
+   * CUDA_VISIBLE_DEVICES, and a device pool refuses them. */
+  for (size_t i = 1; i < out->count; i++)
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(out->ids[i], out->ids[j]) == 0) {
+        snprintf(out->error, sizeof(out->error),
+                 "nvidia-smi -L: \"%.60s\" is listed twice", out->ids[i]);
+        return CQ_EPARSE;
+      }
   return 0;
 }
 

@@ -108,8 +108,8 @@ static int attempt_begin(cq_pool *pool, cq_grant *grant, const cq_req *req,
   *out = g;
   int taken = 0;
   /* With an event hook every acquire takes the lock, where events are
-   * ordered. */
-  if ((r->flags & CQ__REQ_LOCKFREE) && pool->on_event == NULL &&
+   * ordered; with backfill too, where the shadow time sees every grant. */
+  if ((r->flags & CQ__REQ_LOCKFREE) && cq__pool_lockfree(pool) &&
       !atomic_load_explicit(&pool->closed, memory_order_relaxed)) {
     taken = cq__lockfree_take(g, r);
     if (taken == 1) {
@@ -532,8 +532,7 @@ int cq_grant_release_device(cq_pool *pool, cq_grant *grant,
     else {
       cq__bf_invalidate(pool);
       cq__dev_put_one(it->res, it, index);
-      if (it->res->blocked.count != 0)
-        cq__res_mark_dirty(pool, it->res, 0);
+      cq__units_returned(pool, it->res);
     }
   }
   return end_locked(pool, rc);

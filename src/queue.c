@@ -175,6 +175,13 @@ void cq__res_mark_dirty(cq_pool *p, struct cq__res *r, uint64_t after_seq) {
   }
 }
 
+void cq__units_returned(cq_pool *p, struct cq__res *r) {
+  if (r->blocked.count != 0 ||
+      ((p->flags & CQ_POOL_BACKFILL) && p->queue_head != NULL &&
+       p->queue_head->qnext != NULL))
+    cq__res_mark_dirty(p, r, 0);
+}
+
 /*
  * Record that waiter g claims item i. If it became the claimant, younger
  * waiters blocked there may now be offered more (its need can be smaller
@@ -249,8 +256,9 @@ void cq__attempt_start(cq_pool *p, struct cq__grant *g,
   g->req = req;
   g->seq = p->next_seq++;
   g->n_items = (uint8_t)req->n_items;
-  /* With an event hook releases take the lock too, to record the event. */
-  g->lockfree = (req->flags & CQ__REQ_LOCKFREE) != 0 && p->on_event == NULL;
+  /* With an event hook releases take the lock too, to record the event;
+   * with backfill, so that the shadow time sees them. */
+  g->lockfree = (req->flags & CQ__REQ_LOCKFREE) != 0 && cq__pool_lockfree(p);
   g->status = 0;
   g->msg[0] = '\0';
   for (unsigned i = 0; i < req->n_items; i++) {
@@ -525,8 +533,7 @@ void cq__give_back(cq_pool *p, struct cq__grant *g, unsigned i,
   else
     budget_put(r, amount);
   g->it[i].u.hold.held -= amount;
-  if (r->blocked.count != 0)
-    cq__res_mark_dirty(p, r, 0);
+  cq__units_returned(p, r);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -542,6 +542,78 @@ static void test_overdue_by_the_timer_thread(void **state) {
   assert_cq_ok(cq_pool_destroy(p));
 }
 
+/*
+ * Found by the model-based test (issue #8), in its shrunk form. On budgets
+ * b0 = 3 and b1 = 1: A holds b0:1 until 10, B holds b1:1 with no limit; H
+ * asks b0:3 (S = 10). C asks b0:1 and is cancelled, which runs the backfill
+ * pass for nothing. W asks b0:1 and b1:1 for 5 ms: it is blocked on b0,
+ * where H withholds the 2 free. When B releases b1, on which no one is
+ * blocked, W fits once H's withholding is disregarded and ends at 5,
+ * before S: it is backfilled then, not left waiting until b0 frees.
+ */
+static void
+test_release_no_one_is_blocked_on_still_lets_backfill_run(void **state) {
+  (void)state;
+  cq_pool *saved = pool;
+  pool = make_pool(CQ_POOL_BACKFILL, true);
+  assert_cq_ok(cq_budget_add(pool, "b0", 3));
+  assert_cq_ok(cq_budget_add(pool, "b1", 1));
+  struct job a, b, h, c, w;
+  assert_true(job_submit(&a, "A", "b0=1", 10));
+  assert_true(job_submit(&b, "B", "b1=1", 0));
+  assert_false(job_submit(&h, "H", "b0=3", 0));
+  assert_false(job_submit(&c, "C", "b0=1", 0));
+  cancel(&c);
+  assert_false(job_submit(&w, "W", "b0=1,b1=1", 5));
+  release(&b);
+  assert_true(granted(&w));
+  assert_int_equal(stats().backfilled, 1);
+  release(&w);
+  advance_to(10);
+  release(&a);
+  assert_true(granted(&h));
+  release(&h);
+  assert_int_equal(stats().late_heads, 0);
+  assert_cq_ok(cq_pool_destroy(pool));
+  pool = saved;
+}
+
+/*
+ * Found by the model-based test (issue #8): a grant made without the lock
+ * was released without the lock, so the head's projection never learnt of
+ * it. In a backfill pool, with no event hook, nothing takes the lock-free
+ * path now. `slot` is a class of 2. S1 takes slot:1 with no limit; A holds
+ * cpu:6 and slot:1 until 100; H asks cpu:8 and slot:1 (S = 100: A frees
+ * both). Y asks slot:1 for 50 ms at 60, ending at 110, after S: not yet,
+ * since at S only A's slot comes back and H takes it. At 70 S1 releases:
+ * at S two slots are free, one for H and one for Y, so Y is backfilled.
+ */
+static void
+test_release_of_unlimited_grant_updates_the_shadow_projection(void **state) {
+  (void)state;
+  cq_pool *saved = pool;
+  pool = make_pool(CQ_POOL_BACKFILL, false); /* no hook */
+  assert_cq_ok(cq_budget_add(pool, "cpu", 10));
+  assert_cq_ok(cq_class_add(pool, "slot", 2));
+  struct job s1, a, h, y;
+  assert_true(job_submit(&s1, "S1", "class=slot", 0));
+  assert_true(job_submit(&a, "A", "cpu=6,class=slot", 100));
+  assert_false(job_submit(&h, "H", "cpu=8,class=slot", 0));
+  advance_to(60);
+  assert_false(job_submit(&y, "Y", "class=slot", 50));
+  advance_to(70);
+  release(&s1);
+  assert_true(granted(&y));
+  release(&y);
+  advance_to(100);
+  release(&a);
+  assert_true(granted(&h));
+  release(&h);
+  assert_int_equal(stats().late_heads, 0);
+  assert_cq_ok(cq_pool_destroy(pool));
+  pool = saved;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -562,6 +634,8 @@ int main(void) {
       T(test_limits_without_backfill_do_not_pass_the_head),
       T(test_hold_limit_arguments),
       T(test_overdue_by_the_timer_thread),
+      T(test_release_no_one_is_blocked_on_still_lets_backfill_run),
+      T(test_release_of_unlimited_grant_updates_the_shadow_projection),
 #undef T
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -152,7 +152,8 @@ enum cq_pool_flags {
    * waiter no later than its shadow time: the earliest moment it would fit,
    * going by the holders' declared limits. With it, a request whose limit
    * ends before that moment may pass a waiting head; requests without a
-   * limit never do. See the README, "Backfill".
+   * limit never do. Every acquire and release then takes the pool lock,
+   * so that the shadow time sees them. See the README, "Backfill".
    */
   CQ_POOL_BACKFILL = 1u << 2
 };
