@@ -551,9 +551,10 @@ void cq__sweep(cq_pool *p, struct cq__ctx *ctx);
 /* Mark a resource as freed: its blocked waiters are examined by the next
  * sweep. */
 void cq__res_mark_dirty(cq_pool *p, struct cq__res *r, uint64_t from_seq);
-/* Units of r came back: walk its blocked waiters again, and in a backfill
- * pool let the waiters behind the head try too, whatever blocks them. */
-void cq__units_returned(cq_pool *p, struct cq__res *r);
+/* Units of r came back, or were withheld by a waiter that left (seq): walk
+ * its blocked waiters younger than after_seq again, and in a backfill pool
+ * let the waiters behind the head try too, whatever blocks them. */
+void cq__units_returned(cq_pool *p, struct cq__res *r, uint64_t after_seq);
 /* The claimant item on r whose reservation applies to g: the claimant when
  * it is older than g and is not `ignore`; else NULL. */
 const struct cq__gitem *cq__excl_for(const struct cq__res *r,

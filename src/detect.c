@@ -187,8 +187,10 @@ int cq__parse_nvidia_smi(const char *text, cq_gpu_list *out) {
       gpu_has_mig = false;
       if (find_uuid(s, len, &uuid, &ulen))
         rc = list_push(out, uuid, ulen);
-      else
+      else if (valid_entry(s + 4, k - 4))
         rc = list_push(out, s + 4, k - 4);
+      else
+        goto bad; /* an index no device id can hold (found by fuzzing) */
     } else if (lead > 0 && len > 4 && memcmp(s, "MIG ", 4) == 0 &&
                out->count > 0) {
       if (!find_uuid(s, len, &uuid, &ulen))

@@ -532,7 +532,7 @@ int cq_grant_release_device(cq_pool *pool, cq_grant *grant,
     else {
       cq__bf_invalidate(pool);
       cq__dev_put_one(it->res, it, index);
-      cq__units_returned(pool, it->res);
+      cq__units_returned(pool, it->res, 0);
     }
   }
   return end_locked(pool, rc);

@@ -175,11 +175,11 @@ void cq__res_mark_dirty(cq_pool *p, struct cq__res *r, uint64_t after_seq) {
   }
 }
 
-void cq__units_returned(cq_pool *p, struct cq__res *r) {
+void cq__units_returned(cq_pool *p, struct cq__res *r, uint64_t after_seq) {
   if (r->blocked.count != 0 ||
       ((p->flags & CQ_POOL_BACKFILL) && p->queue_head != NULL &&
        p->queue_head->qnext != NULL))
-    cq__res_mark_dirty(p, r, 0);
+    cq__res_mark_dirty(p, r, after_seq);
 }
 
 /*
@@ -220,8 +220,8 @@ static void drop_claims(cq_pool *p, struct cq__grant *g) {
     if (was_claimant && r->claims.count != 0)
       cq__event(p, CQ_EVENT_RESERVED,
                 item_grant(claim_item(cq__rb_first(&r->claims))), r, 0);
-    if (was_claimant && r->blocked.count != 0)
-      cq__res_mark_dirty(p, r, g->seq);
+    if (was_claimant) /* what it withheld is open again */
+      cq__units_returned(p, r, g->seq);
   }
 }
 
@@ -533,7 +533,7 @@ void cq__give_back(cq_pool *p, struct cq__grant *g, unsigned i,
   else
     budget_put(r, amount);
   g->it[i].u.hold.held -= amount;
-  cq__units_returned(p, r);
+  cq__units_returned(p, r, 0);
 }
 
 /* ------------------------------------------------------------------------ */
