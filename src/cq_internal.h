@@ -393,9 +393,10 @@ struct cq__grant {
   cq__rbnode lnode;
   int64_t limit_ms; /* the request's limit when it was granted; 0: none */
   int64_t limit_end;
-  uint64_t gseq;   /* grant order: when it was granted, among grants */
-  uint8_t limited; /* in `limits` */
-  uint8_t overdue; /* outlived its limit */
+  uint64_t gseq;          /* grant order: when it was granted, among grants */
+  uint8_t limited;        /* in `limits` */
+  uint8_t overdue;        /* outlived its limit */
+  uint8_t limited_waiter; /* waits with a hold limit: a backfill candidate */
   char msg[CQ__MSG_MAX];
 };
 
@@ -644,6 +645,7 @@ struct cq_pool {
     uint64_t epoch;    /* next_gseq when they were computed */
     uint64_t stamp;    /* marks the head's resources (cq__res.bf_mark) */
     bool kick;         /* waiters may have become backfillable */
+    size_t candidates; /* waiters with a hold limit */
   } bf;
 
   /* Timer thread, started on the first callback waiter with a deadline. */

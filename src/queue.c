@@ -449,6 +449,8 @@ void cq__enqueue(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
     p->queue_head = g;
   p->queue_tail = g;
   p->n_waiters++;
+  g->limited_waiter = g->req->limit_ms > 0;
+  p->bf.candidates += g->limited_waiter;
   g->t_enqueue = cq__pool_now(p);
   for (unsigned i = 0; i < g->n_items; i++)
     item_res(p, g, i)->n_waiting++;
@@ -475,6 +477,8 @@ static void dequeue(cq_pool *p, struct cq__grant *g) {
     item_res(p, g, i)->n_waiting--;
   queue_unlink(p, g);
   p->n_waiters--;
+  p->bf.candidates -= g->limited_waiter;
+  g->limited_waiter = 0;
 }
 
 /* Tell a waiter its attempt is over: wake its thread or queue its callback. */
@@ -664,6 +668,8 @@ static bool backfill_pass(cq_pool *p, struct cq__ctx *ctx) {
   if (h == NULL || !p->bf.kick)
     return false;
   p->bf.kick = false;
+  if (p->bf.candidates == 0)
+    return false; /* no waiter has a limit: none may pass the head */
   bool any = false;
   struct cq__grant *next;
   for (struct cq__grant *w = h->qnext; w != NULL; w = next) {

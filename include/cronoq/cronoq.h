@@ -910,7 +910,10 @@ CQ_EXPORT int cq_pool_write_metrics(cq_pool *pool, cq_write_fn write,
  * - Calling the libuv adapter's cq_uv_init(), cq_uv_acquire() or
  *   cq_uv_close() off the loop's thread (its pending list and timer have no
  *   lock), or using a cq_uv after its close callback has run. cq_uv_cancel()
- *   and cq_uv_release() may be called from any thread.
+ *   and cq_uv_release() may be called from any thread, except that a
+ *   cq_uv_req acquired again through an adapter of another pool must not be
+ *   cancelled meanwhile from another thread: the cancel may reach the old
+ *   pool while the new one binds the grant.
  * - Calling any function of the library from a signal handler: the pool
  *   lock is a mutex, which is not async-signal-safe.
  */
