@@ -8,7 +8,8 @@
  * 1,000,000) as programs of 500 operations, one seed each. On a failure it
  * prints the seed, shrinks the program automatically (chunks, single
  * operations, then arguments) and prints the shortest program that still
- * fails, step by step and as bytes for a regression test, then fails.
+ * fails the same way (model/ops.h, enum mo_fail), step by step and as bytes
+ * for a regression test, then fails.
  */
 #include "cq_test.h"
 
@@ -34,8 +35,10 @@ static size_t report_shrunk(uint8_t flags, mo_op *ops, size_t n) {
   size_t m = mo_shrink(&flags, ops, n);
   mo_result res;
   mo_run(flags, ops, m, NULL, &res);
-  fprintf(stderr, "shrunk to %zu operations (flags %u); it fails with: %s\n", m,
-          (unsigned)flags, res.why);
+  fprintf(stderr,
+          "shrunk to %zu operations (flags %u); it fails the same way (%s): "
+          "%s\n",
+          m, (unsigned)flags, mo_fail_name(res.kind), res.why);
   mo_run(flags, ops, m, stderr, &res);
   fprintf(stderr, "as bytes: {%u", (unsigned)flags);
   for (size_t k = 0; k < m; k++)
@@ -397,9 +400,9 @@ static void test_backfill_on_devices(void **state) {
 }
 
 /* A capacity that shrinks under a waiting head makes it late for its
- * sticky S (S never moves later). The README's promise names no such
- * exception; the model excuses it, and counts the late head as the
- * library does (cq_pool_stats.late_heads). */
+ * sticky S (S never moves later): one of the README's exceptions to the
+ * promise. The model excuses it, and counts the late head as the library
+ * does (cq_pool_stats.late_heads). */
 static void test_backfill_head_late_after_a_shrink_is_counted(void **state) {
   (void)state;
   static const char *const want[] = {
@@ -577,34 +580,98 @@ test_device_grant_outside_the_reservation_delays_head_past_shadow_time(
 }
 
 /* The shrinker works: with a sabotaged comparison (a budget at 3 units in
- * use counts as a mismatch), a random program fails, and shrinking leaves
- * a program of two operations (add the budget, take 3 or more) that still
- * fails. */
+ * use counts as a mismatch), a random program of 500 operations fails, and
+ * shrinking leaves a program of two operations (add the budget, take 3 or
+ * more) that still fails, the same way. */
 static void test_shrinker_finds_the_shortest_program(void **state) {
   (void)state;
   static mo_op ops[OPS_PER_SEED];
   mo_sabotage_in_use = 3;
   uint8_t flags = 0;
   size_t n = 0;
+  mo_result res;
   for (uint64_t seed = 1; seed < 100; seed++) {
     mo_generate(seed, &flags, ops, OPS_PER_SEED);
-    mo_result res;
     if (mo_run(flags, ops, OPS_PER_SEED, NULL, &res) != 0) {
       n = OPS_PER_SEED;
       break;
     }
   }
   assert_true(n > 0);
+  assert_int_equal(res.kind, MO_FAIL_SABOTAGE_IN_USE);
+  assert_true(res.failed_at > 2); /* there is something to shrink */
   size_t m = mo_shrink(&flags, ops, n);
-  mo_result res;
   int rc = mo_run(flags, ops, m, NULL, &res);
   mo_sabotage_in_use = 0;
   assert_int_equal(rc, 1);
-  assert_true(strstr(res.why, "sabotage") != NULL);
+  assert_int_equal(res.kind, MO_FAIL_SABOTAGE_IN_USE);
   assert_true(m <= 2);
   assert_int_equal(flags, 0);
   /* Without the sabotage the same program passes. */
   assert_int_equal(mo_run(flags, ops, m, NULL, &res), 0);
+}
+
+/*
+ * The shrinker keeps the failure it was given, and does not drift to
+ * another. Two sabotaged comparisons: a budget with a waiter fails one way,
+ * a budget at 3 units in use another. b0 = 8: s0 holds 1, s1 asks 8 and
+ * waits: the first way. Dropping s0's operation, or halving s1's 8 to 4,
+ * gives a program that fails the second way (s1 granted, 3 units or more
+ * in use), the shorter one when dropping; a shrinker that took any failure
+ * would end there. Nothing shorter or simpler fails the first way.
+ */
+static void test_shrinker_keeps_the_way_the_program_failed(void **state) {
+  (void)state;
+  mo_op ops[] = {ADD_BUDGET(8), SUBMIT(0, 1, 1, 0, 0, 0, NEVER),
+                 SUBMIT(1, 1, 8, 0, 0, 0, NEVER)};
+  mo_op shortcut[] = {ADD_BUDGET(8), SUBMIT(1, 1, 8, 0, 0, 0, NEVER)};
+  mo_sabotage_in_use = 3;
+  mo_sabotage_waiting = 1;
+  mo_result res, other;
+  int rc = mo_run(0, ops, 3, NULL, &res);
+  int rc_short = mo_run(0, shortcut, 2, NULL, &other);
+  uint8_t flags = 0;
+  size_t m = mo_shrink(&flags, ops, 3);
+  mo_result after;
+  int rc_after = mo_run(flags, ops, m, NULL, &after);
+  mo_sabotage_in_use = 0;
+  mo_sabotage_waiting = 0;
+  assert_int_equal(rc, 1);
+  assert_int_equal(res.kind, MO_FAIL_SABOTAGE_WAITING);
+  /* The drift is there to take. */
+  assert_int_equal(rc_short, 1);
+  assert_int_equal(other.kind, MO_FAIL_SABOTAGE_IN_USE);
+  assert_false(mo_same_failure(&res, &other));
+  /* ... and the shrinker did not take it. */
+  assert_int_equal(rc_after, 1);
+  assert_int_equal(after.kind, MO_FAIL_SABOTAGE_WAITING);
+  assert_true(mo_same_failure(&res, &after));
+  assert_int_equal(m, 3);
+  assert_int_equal(ops[2].b[3], 8);
+}
+
+/* Return-code mismatches are the same failure only for the same call with
+ * the same two codes. */
+static void test_failures_of_other_calls_or_codes_differ(void **state) {
+  (void)state;
+  mo_result a = {0}, b = {0};
+  a.kind = b.kind = MO_FAIL_RC;
+  a.call = "release";
+  b.call = "release";
+  a.lib_rc = b.lib_rc = CQ_ESTATE;
+  a.model_rc = b.model_rc = 0;
+  assert_true(mo_same_failure(&a, &b));
+  b.call = "cancel";
+  assert_false(mo_same_failure(&a, &b));
+  b.call = "release";
+  b.lib_rc = CQ_EBUSY;
+  assert_false(mo_same_failure(&a, &b));
+  b.lib_rc = CQ_ESTATE;
+  b.kind = MO_FAIL_CALLBACKS;
+  assert_false(mo_same_failure(&a, &b));
+  assert_string_equal(mo_fail_name(MO_FAIL_CALLBACKS), "callbacks");
+  for (int k = 0; k < MO_FAIL_NKINDS; k++)
+    assert_string_not_equal(mo_fail_name(k), "unknown");
 }
 
 /* Raw bytes, as the fuzzer feeds them, decode to valid programs. */
@@ -649,6 +716,8 @@ int main(void) {
       cmocka_unit_test(
           test_device_grant_outside_the_reservation_delays_head_past_shadow_time),
       cmocka_unit_test(test_shrinker_finds_the_shortest_program),
+      cmocka_unit_test(test_shrinker_keeps_the_way_the_program_failed),
+      cmocka_unit_test(test_failures_of_other_calls_or_codes_differ),
       cmocka_unit_test(test_any_bytes_are_a_program),
       cmocka_unit_test(test_random_programs_agree_with_the_model),
   };

@@ -16,20 +16,51 @@
  *   change, whatever blocks them (units coming back anywhere, a new head or
  *   S, a capacity change).
  *
- * Points the README leaves open, where the model follows the library (each
- * is said again at its line):
- * - the resource order puts device pools first, then budgets and classes
- *   together, in the order added (not budgets, then classes);
- * - a deadline equal to now has passed; an expiry lets every waiter whose
- *   deadline passed leave before anyone is examined again;
- * - a holder whose limit ends at the moment S is computed counts as
- *   holding for ever;
- * - S is computed at the end of every sweep that leaves two waiters or
- *   more and when a request with a limit arrives and is not covered; the
- *   holders "counted in it" are all the holders present then (none when S
- *   is unknown). Every change sweeps, and so does the release of a grant
- *   of nothing when an arrival since the last sweep became the claimant of
- *   a resource with blocked waiters (m_release()).
+ * Points the README leaves open, where the model follows the library's own
+ * choices (each is said again at its line). Everything else is the README:
+ * - Resource order: device pools first, then budgets and classes as one
+ *   group, in the order added (not budgets, then classes) (order_key()).
+ * - Deadlines: a deadline equal to now has passed. An expiry lets every
+ *   waiter whose deadline passed leave, earliest deadline first, then
+ *   oldest, before anyone is examined again; and every expiry sweeps, even
+ *   when no deadline passed (m_expire()).
+ * - A capacity shrunk or a device taken offline fails the waiters that can
+ *   now never fit oldest first, then sweeps (capacity_changed()).
+ * - Which changes sweep: every change does, except the release of a grant
+ *   of a request that names nothing, which sweeps only when an arrival since
+ *   the last sweep became the claimant of a resource some waiter is blocked
+ *   on (m->pending; m_submit(), m_release()).
+ * - What a device pool withholds, as cq_resource_stats.withheld: the free
+ *   thousandths on the devices its claimant reserves (m_withheld()).
+ * - Holding for ever (backfill): a holder whose limit ends at or before the
+ *   moment S is computed, and that still holds, counts as holding for ever
+ *   (the library marks a grant overdue at its limit end; the README does not
+ *   say whether "within" the limit includes its end). What was computed
+ *   then is kept until S is computed again, so the model judges by the time
+ *   of that computation, not by now (head_fits_at()).
+ * - When S is first computed ("when first needed"): at the end of every
+ *   sweep that leaves two waiters or more, and when a request with a limit
+ *   arrives that is not covered. A head waiting alone has none yet (sweep(),
+ *   backfill_ok(), shadow_refresh()).
+ * - When S is computed again ("a holder that counted in it"): the holders
+ *   counted are every holder present when S was computed, whether or not S
+ *   depends on its end; none when S is unknown, so a holder for ever that
+ *   makes S unknown does not bring S back when it leaves (only a new head
+ *   or a capacity change does). When a later S is computed and the earlier
+ *   kept (sticky), the holders present then are the ones counted
+ *   (counted_by(), shadow_refresh(), m_release()).
+ * - A head is a waiter and its arrival: one that leaves and comes back is a
+ *   new head, with a new S and no excuse carried over (shadow_refresh()).
+ * - The README's exceptions to the promise, as the model applies them
+ *   (shadow_check_grant(), capacity_shrank()): the model does not follow
+ *   which device S counts on, so it takes any ordinary grant on a device
+ *   pool the head has claimed, once S is computed, as the device exception,
+ *   and counts those late heads apart (device_late_heads; test_model.c keeps
+ *   a program that shows one); and any capacity shrunk, or device taken
+ *   offline, while the head has a computed S excuses it, whether or not the
+ *   head needs that resource. Both are coarser than the README: they can
+ *   only excuse a late head, never make the model grant differently, and
+ *   late heads are still compared with cq_pool_stats.late_heads.
  */
 #include "model.h"
 
@@ -131,6 +162,7 @@ void m_init(m_model *m, unsigned flags, int64_t now) {
 void m_begin_op(m_model *m) {
   m->nouts = 0;
   m->granted_res = 0;
+  memset(m->granted_dev, 0, sizeof(m->granted_dev));
 }
 
 static int add_res(m_model *m, int kind) {
@@ -394,6 +426,7 @@ static void grant(m_model *m, int s, uint64_t seq, int ignore, bool backfill) {
     const m_item *it = &g->req.items[i];
     m_res *r = &m->res[it->res];
     m->granted_res |= 1u << it->res;
+    m->granted_dev[it->res] |= where[i];
     if (r->kind != M_DEVICES) {
       g->held[i] = item_need(m, it);
       r->used += g->held[i];

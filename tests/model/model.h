@@ -12,7 +12,8 @@
  * The model knows nothing of names or threads: resources and grants are
  * small integers (slots), and time is the interpreter's virtual clock.
  * Where the README leaves a point open, the model follows what the library
- * does, and the comment at that line says so.
+ * does; the top of model.c lists every such point, and the comment at its
+ * line says so again.
  */
 #ifndef CRONOQ_TEST_MODEL_H
 #define CRONOQ_TEST_MODEL_H
@@ -120,8 +121,10 @@ typedef struct m_model {
   /* Callbacks of the current operation, in the order they run. */
   int nouts;
   m_out outs[M_OUT_MAX];
-  /* Resources that received a grant during the current operation. */
+  /* Resources that received a grant during the current operation, and
+   * per device pool the devices that did. */
   uint32_t granted_res;
+  uint32_t granted_dev[M_RES_MAX];
   /* A self-check of the model failed (a bug here, not in the library). */
   const char *broken;
 } m_model;

@@ -9,10 +9,13 @@
  * - per resource: capacity, in use, withheld, waiting; per device: used,
  *   whole, online, reserved; the pool's waiting, backfilled and late heads;
  * and checks the invariants on what the library reports: in-use within
- * capacity wherever something was granted, in-use = the sum of the grants,
- * withheld within the waiters' needs and the free units, no partial grants,
- * and, with backfill and every holder keeping its limit, no head granted
- * after its sticky shadow time except where the README allows it.
+ * capacity on every budget, class and device after every operation (see
+ * check_capacity() for a capacity shrunk below what is held), in-use = the
+ * sum of the grants, withheld within the waiters' needs and the free units,
+ * no partial grants, and, with backfill and every holder keeping its limit,
+ * no head granted after its sticky shadow time except where the README
+ * allows it. A failure is recorded with its kind (enum mo_fail), so that
+ * the shrinker keeps only programs that fail the same way.
  *
  * With CQ_POOL_BACKFILL the interpreter keeps every hold limit: advancing
  * the clock releases each limited grant at its limit end, and expires the
@@ -30,7 +33,41 @@
 #include "model.h"
 
 int mo_sabotage_in_use;
+int mo_sabotage_waiting;
 mo_totals mo_total;
+
+const char *mo_fail_name(int kind) {
+  static const char *const names[MO_FAIL_NKINDS] = {
+      [MO_FAIL_NONE] = "none",
+      [MO_FAIL_SETUP] = "setup",
+      [MO_FAIL_RC] = "return code",
+      [MO_FAIL_CALLBACKS] = "callbacks",
+      [MO_FAIL_SLOT] = "slot",
+      [MO_FAIL_PARTIAL] = "partial grant",
+      [MO_FAIL_RESOURCE] = "resource",
+      [MO_FAIL_SUM] = "sum of the grants",
+      [MO_FAIL_CAPACITY] = "capacity",
+      [MO_FAIL_WITHHELD] = "withheld",
+      [MO_FAIL_DEVICE] = "device",
+      [MO_FAIL_POOL] = "pool",
+      [MO_FAIL_PROMISE] = "promise",
+      [MO_FAIL_MODEL] = "model",
+      [MO_FAIL_DESTROY] = "destroy",
+      [MO_FAIL_SABOTAGE_IN_USE] = "sabotage in use",
+      [MO_FAIL_SABOTAGE_WAITING] = "sabotage waiting",
+  };
+  return kind >= 0 && kind < MO_FAIL_NKINDS && names[kind] != NULL ? names[kind]
+                                                                   : "unknown";
+}
+
+int mo_same_failure(const mo_result *a, const mo_result *b) {
+  if (a->kind != b->kind)
+    return 0;
+  if (a->kind != MO_FAIL_RC)
+    return 1;
+  return a->lib_rc == b->lib_rc && a->model_rc == b->model_rc &&
+         a->call != NULL && b->call != NULL && strcmp(a->call, b->call) == 0;
+}
 
 unsigned mo_pool_flags(uint8_t flags_byte) {
   unsigned f = 0;
@@ -62,6 +99,11 @@ struct run {
   FILE *trace;
   mo_result *res;
   bool failed;
+  /* What the library reported after the previous operation, for
+   * check_capacity(): in use per resource and device, and the slots held. */
+  int64_t prev_in_use[M_RES_MAX];
+  int64_t prev_dev_used[M_RES_MAX][M_DEV_MAX];
+  uint32_t prev_held;
 };
 
 static int64_t run_clock(void *arg) { return ((run *)arg)->now; }
@@ -80,14 +122,18 @@ static void on_grant(cq_grant *g, int status) {
     r->louts[r->nlouts++] = (m_out){ls->index, status};
 }
 
-static void fail(run *r, const char *fmt, ...) {
+/* Record the run's first failure, of `kind` (enum mo_fail). Returns
+ * whether this one was recorded. */
+static bool fail(run *r, int kind, const char *fmt, ...) {
   if (r->failed)
-    return;
+    return false;
   r->failed = true;
+  r->res->kind = kind;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(r->res->why, sizeof(r->res->why), fmt, ap);
   va_end(ap);
+  return true;
 }
 
 static void tr(run *r, const char *fmt, ...) {
@@ -132,7 +178,7 @@ static int pick_res(const run *r, uint8_t b) {
 static bool build_req(run *r, const mo_op *op, cq_req *lreq, m_req *mreq) {
   memset(mreq, 0, sizeof(*mreq));
   if (cq_req_init(lreq, r->pool) != 0) {
-    fail(r, "cq_req_init failed");
+    fail(r, MO_FAIL_SETUP, "cq_req_init failed");
     return false;
   }
   bool has_class = false;
@@ -182,8 +228,8 @@ static bool build_req(run *r, const mo_op *op, cq_req *lreq, m_req *mreq) {
       tr(r, " %s:%s%" PRId64 "m", r->names[i], "", it.amount);
     }
     if (rc != 0) {
-      fail(r, "building a request on %s failed: %s: %s", r->names[i],
-           cq_err_name(rc), cq_req_error(lreq));
+      fail(r, MO_FAIL_SETUP, "building a request on %s failed: %s: %s",
+           r->names[i], cq_err_name(rc), cq_req_error(lreq));
       return false;
     }
     mreq->items[mreq->n++] = it;
@@ -197,7 +243,7 @@ static bool build_req(run *r, const mo_op *op, cq_req *lreq, m_req *mreq) {
   if (mreq->limit_ms > 0) {
     tr(r, " limit=%" PRId64, mreq->limit_ms);
     if (cq_req_set_hold_limit(lreq, mreq->limit_ms) != 0) {
-      fail(r, "cq_req_set_hold_limit failed");
+      fail(r, MO_FAIL_SETUP, "cq_req_set_hold_limit failed");
       return false;
     }
   }
@@ -237,7 +283,8 @@ static void compare_outs(run *r) {
   for (int i = 0; i < m->nouts; i++)
     snprintf(mod + strlen(mod), sizeof(mod) - strlen(mod), " s%d:%s",
              m->outs[i].slot, cq_err_name(m->outs[i].status));
-  fail(r, "callbacks differ: library [%s ] model [%s ]", lib, mod);
+  fail(r, MO_FAIL_CALLBACKS, "callbacks differ: library [%s ] model [%s ]", lib,
+       mod);
 }
 
 /* No partial grants: a held slot holds exactly its request. */
@@ -255,30 +302,85 @@ static void check_whole_grant(run *r, int s) {
         n++;
       if (it->whole ? (n != it->amount || held != it->amount * M_MILLI)
                     : (n != 1 || held != it->amount))
-        fail(r, "partial grant: s%d holds %" PRId64 " on %d devices of %s", s,
+        fail(r, MO_FAIL_PARTIAL,
+             "partial grant: s%d holds %" PRId64 " on %d devices of %s", s,
              held, n, r->names[it->res]);
       continue;
     }
     if (res->kind == M_BUDGET && res->lone && it->amount > g->held[i])
       want = g->held[i]; /* a lone request holds the capacity of its grant */
     if (held != want)
-      fail(r, "partial grant: s%d holds %" PRId64 " of %s, asked %" PRId64, s,
+      fail(r, MO_FAIL_PARTIAL,
+           "partial grant: s%d holds %" PRId64 " of %s, asked %" PRId64, s,
            held, r->names[it->res], want);
   }
+}
+
+/*
+ * In use within capacity, on a budget or class (d < 0) or on device d of a
+ * device pool (capacity: a whole device online, nothing offline). The
+ * README lets a capacity shrink below what is held ("nothing is taken from
+ * holders"), and a device go offline under its holders; then in use stays
+ * above capacity until they release, but nothing may be granted there while
+ * it is, and in use may not grow. `granted`: the operation granted
+ * something there (seen by the library or the model). A device in use
+ * beyond a whole device is wrong whatever came before.
+ */
+static void check_capacity(run *r, int i, int d, int64_t cap, int64_t used,
+                           bool granted) {
+  int64_t *prev = d < 0 ? &r->prev_in_use[i] : &r->prev_dev_used[i][d];
+  char where[32];
+  if (d < 0)
+    snprintf(where, sizeof(where), "%s", r->names[i]);
+  else
+    snprintf(where, sizeof(where), "%s/%d", r->names[i], d);
+  if (used > cap) {
+    if (d >= 0 && used > M_MILLI)
+      fail(r, MO_FAIL_CAPACITY, "%s: in use %" PRId64 " of one device", where,
+           used);
+    else if (granted)
+      fail(r, MO_FAIL_CAPACITY,
+           "%s: a grant while in use %" PRId64 " is above capacity %" PRId64,
+           where, used, cap);
+    else if (used > *prev)
+      fail(r, MO_FAIL_CAPACITY,
+           "%s: in use grew from %" PRId64 " to %" PRId64
+           ", above capacity %" PRId64,
+           where, *prev, used, cap);
+  }
+  *prev = used;
 }
 
 static void compare(run *r, uint32_t granted_now) {
   m_model *m = &r->m;
   if (m->broken != NULL)
-    fail(r, "the model broke: %s", m->broken);
+    fail(r, MO_FAIL_MODEL, "the model broke: %s", m->broken);
   compare_outs(r);
+  /* What the library granted during the operation: the slots held now that
+   * were not before (a slot is granted at most once in an operation). */
+  uint32_t held_now = 0, lib_res = 0, lib_dev[M_RES_MAX] = {0};
+  for (int s = 0; s < M_SLOT_MAX; s++) {
+    if (!cq_grant_is_held(&r->ls[s].grant))
+      continue;
+    held_now |= 1u << s;
+    if (r->prev_held & (1u << s))
+      continue;
+    for (int i = 0; i < m->nres; i++) {
+      if (!m->res[i].live || lib_held(r, s, i) == 0)
+        continue;
+      lib_res |= 1u << i;
+      if (m->res[i].kind == M_DEVICES)
+        lib_dev[i] |= lib_devices(r, s, i);
+    }
+  }
+  r->prev_held = held_now;
   /* Slots. */
   for (int s = 0; s < M_SLOT_MAX; s++) {
     int lstate = cq_grant_is_held(&r->ls[s].grant) ? M_HELD
                  : r->ls[s].waiting                ? M_WAITING
                                                    : M_IDLE;
     if (lstate != m->slot[s].state) {
-      fail(r, "s%d is %s in the library, %s in the model", s,
+      fail(r, MO_FAIL_SLOT, "s%d is %s in the library, %s in the model", s,
            lstate == M_HELD ? "held"
            : lstate         ? "waiting"
                             : "idle",
@@ -292,14 +394,15 @@ static void compare(run *r, uint32_t granted_now) {
         continue;
       int64_t lh = lib_held(r, s, i), mh = m_slot_held(m, s, i);
       if (lh != mh)
-        fail(r,
+        fail(r, MO_FAIL_SLOT,
              "s%d holds %" PRId64 " of %s in the library, %" PRId64
              " in the model",
              s, lh, r->names[i], mh);
       if (m->res[i].kind == M_DEVICES &&
           lib_devices(r, s, i) != m_slot_devices(m, s, i))
-        fail(r, "s%d holds devices %#x of %s in the library, %#x in the model",
-             s, lib_devices(r, s, i), r->names[i], m_slot_devices(m, s, i));
+        fail(r, MO_FAIL_SLOT,
+             "s%d holds devices %#x of %s in the library, %#x in the model", s,
+             lib_devices(r, s, i), r->names[i], m_slot_devices(m, s, i));
     }
     if (lstate == M_HELD)
       check_whole_grant(r, s);
@@ -312,7 +415,8 @@ static void compare(run *r, uint32_t granted_now) {
     cq_resource_stats st;
     int rc = cq_resource_stats_get(r->pool, r->names[i], &st);
     if (rc != 0) {
-      fail(r, "stats of %s: %s", r->names[i], cq_err_name(rc));
+      fail(r, MO_FAIL_RESOURCE, "stats of %s: %s", r->names[i],
+           cq_err_name(rc));
       return;
     }
     int64_t cap = res->cap, used = res->used, sum = 0;
@@ -328,55 +432,61 @@ static void compare(run *r, uint32_t granted_now) {
       sum += lib_held(r, s, i);
     if (st.capacity != cap || st.in_use != used ||
         st.waiting != m_waiting_on(m, i))
-      fail(r,
+      fail(r, MO_FAIL_RESOURCE,
            "%s %s: library capacity %" PRId64 " in use %" PRId64
            " waiting %" PRIu64 ", model %" PRId64 " %" PRId64 " %" PRIu64,
            kind_name(res->kind), r->names[i], st.capacity, st.in_use,
            st.waiting, cap, used, m_waiting_on(m, i));
     if (st.in_use != sum)
-      fail(r, "%s: in use %" PRId64 " but the grants hold %" PRId64,
-           r->names[i], st.in_use, sum);
-    if ((granted_now & (1u << i)) && res->kind != M_DEVICES &&
-        st.in_use > st.capacity && !(res->lone && m_claimant(m, i) < 0))
-      fail(r, "%s: in use %" PRId64 " above capacity %" PRId64 " after a grant",
-           r->names[i], st.in_use, st.capacity);
+      fail(r, MO_FAIL_SUM,
+           "%s: in use %" PRId64 " but the grants hold %" PRId64, r->names[i],
+           st.in_use, sum);
+    if (res->kind != M_DEVICES)
+      check_capacity(r, i, -1, st.capacity, st.in_use,
+                     ((granted_now | lib_res) >> i) & 1);
     /* Budgets and classes withhold at most the claimant's need and what is
      * free; device pools withhold whole devices (README, "Reservation on
      * devices"), checked per device below. */
     if (res->kind != M_DEVICES &&
         (st.withheld > m_waiters_need(m, i) ||
          (st.withheld > 0 && st.withheld > st.capacity - st.in_use)))
-      fail(r, "%s: withholds %" PRId64 " for waiters needing %" PRId64,
+      fail(r, MO_FAIL_WITHHELD,
+           "%s: withholds %" PRId64 " for waiters needing %" PRId64,
            r->names[i], st.withheld, m_waiters_need(m, i));
     if (st.withheld != m_withheld(m, i))
-      fail(r,
+      fail(r, MO_FAIL_WITHHELD,
            "%s: withheld %" PRId64 " in the library, %" PRId64 " in the model",
            r->names[i], st.withheld, m_withheld(m, i));
     if (mo_sabotage_in_use > 0 && res->kind == M_BUDGET &&
         st.in_use >= mo_sabotage_in_use)
-      fail(r, "sabotage: %s in use %" PRId64, r->names[i], st.in_use);
+      fail(r, MO_FAIL_SABOTAGE_IN_USE, "sabotage: %s in use %" PRId64,
+           r->names[i], st.in_use);
+    if (mo_sabotage_waiting > 0 && res->kind == M_BUDGET &&
+        st.waiting >= (uint64_t)mo_sabotage_waiting)
+      fail(r, MO_FAIL_SABOTAGE_WAITING, "sabotage: %s has %" PRIu64 " waiting",
+           r->names[i], st.waiting);
     if (res->kind != M_DEVICES)
       continue;
     uint32_t rsv = m_reserved_devices(m, i);
-    int nrsv = 0, lrsv = 0;
+    int lrsv = 0;
     int c = m_claimant(m, i);
-    for (uint32_t x = rsv; x != 0; x &= x - 1)
-      nrsv++;
     for (int d = 0; d < res->ndev; d++) {
       cq_device_stats ds;
       if (cq_device_stats_get(r->pool, r->names[i], (uint32_t)d, &ds) != 0) {
-        fail(r, "device stats of %s/%d", r->names[i], d);
+        fail(r, MO_FAIL_DEVICE, "device stats of %s/%d", r->names[i], d);
         return;
       }
       lrsv += ds.reserved != 0;
-      if (ds.used_milli > M_MILLI || (ds.whole && ds.used_milli != M_MILLI))
-        fail(r, "%s/%d: used %" PRId64 " whole %d", r->names[i], d,
-             ds.used_milli, ds.whole);
+      check_capacity(r, i, d, ds.online ? M_MILLI : 0, ds.used_milli,
+                     ((m->granted_dev[i] | lib_dev[i]) >> d) & 1);
+      if (ds.whole && ds.used_milli != M_MILLI)
+        fail(r, MO_FAIL_DEVICE, "%s/%d: held whole but used %" PRId64,
+             r->names[i], d, ds.used_milli);
       if (ds.used_milli != res->dev_used[d] ||
           (ds.whole != 0) != res->dev_whole[d] ||
           (ds.online != 0) != res->dev_online[d] ||
           (ds.reserved != 0) != ((rsv >> d) & 1))
-        fail(r,
+        fail(r, MO_FAIL_DEVICE,
              "%s/%d: library used %" PRId64 " whole %d online %d "
              "reserved %d, model %" PRId64 " %d %d %d",
              r->names[i], d, ds.used_milli, ds.whole, ds.online, ds.reserved,
@@ -393,21 +503,21 @@ static void compare(run *r, uint32_t granted_now) {
                           ? m->slot[c].req.items[k].amount
                           : 1;
     if (lrsv > need_devs)
-      fail(r, "%s: %d devices reserved for a claimant needing %" PRId64,
+      fail(r, MO_FAIL_DEVICE,
+           "%s: %d devices reserved for a claimant needing %" PRId64,
            r->names[i], lrsv, need_devs);
-    (void)nrsv;
   }
   cq_pool_stats ps;
   cq_pool_stats_get(r->pool, &ps);
   if (ps.waiting != m_waiting(m) || ps.backfilled != m->backfilled ||
       ps.late_heads != m->late_heads)
-    fail(r,
+    fail(r, MO_FAIL_POOL,
          "pool: library waiting %" PRIu64 " backfilled %" PRIu64
          " late heads %" PRIu64 ", model %" PRIu64 " %" PRIu64 " %" PRIu64,
          ps.waiting, ps.backfilled, ps.late_heads, m_waiting(m), m->backfilled,
          m->late_heads);
   if (m->broken_promises != 0)
-    fail(r, "a head was granted after its sticky shadow time");
+    fail(r, MO_FAIL_PROMISE, "a head was granted after its sticky shadow time");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -416,9 +526,13 @@ static void compare(run *r, uint32_t granted_now) {
 
 static void expect_rc(run *r, const char *what, int lrc, int mrc) {
   tr(r, " -> %s", cq_err_name(lrc));
-  if (lrc != mrc)
-    fail(r, "%s returned %s in the library, %s in the model", what,
-         cq_err_name(lrc), cq_err_name(mrc));
+  if (lrc != mrc &&
+      fail(r, MO_FAIL_RC, "%s returned %s in the library, %s in the model",
+           what, cq_err_name(lrc), cq_err_name(mrc))) {
+    r->res->call = what;
+    r->res->lib_rc = lrc;
+    r->res->model_rc = mrc;
+  }
 }
 
 static void add_res(run *r, int i, const char *prefix) {
@@ -699,6 +813,7 @@ int mo_run(uint8_t flags, const mo_op *ops, size_t n, FILE *trace,
   if (cq_pool_create(&r.pool, &cfg) != 0) {
     snprintf(res->why, sizeof(res->why), "cq_pool_create failed");
     res->failed_at = 0;
+    res->kind = MO_FAIL_SETUP;
     return 1;
   }
   for (int s = 0; s < M_SLOT_MAX; s++) {
@@ -749,6 +864,7 @@ int mo_run(uint8_t flags, const mo_op *ops, size_t n, FILE *trace,
   if (cq_pool_destroy(r.pool) != 0 && !r.failed) {
     r.failed = true;
     res->failed_at = (long)n;
+    res->kind = MO_FAIL_DESTROY;
     snprintf(res->why, sizeof(res->why),
              "the pool could not be destroyed after draining");
   }
@@ -822,17 +938,21 @@ void mo_generate(uint64_t seed, uint8_t *flags, mo_op *ops, size_t n) {
   }
 }
 
-static bool still_fails(uint8_t flags, const mo_op *ops, size_t n) {
+/* Whether the program still fails the way `want` did: a change that makes
+ * it fail some other way has found another bug (or another way of
+ * tripping over this one that reads differently) and is not kept. */
+static bool still_fails(uint8_t flags, const mo_op *ops, size_t n,
+                        const mo_result *want) {
   mo_result res;
-  return mo_run(flags, ops, n, NULL, &res) != 0;
+  return mo_run(flags, ops, n, NULL, &res) != 0 && mo_same_failure(&res, want);
 }
 
 size_t mo_shrink(uint8_t *flags, mo_op *ops, size_t n) {
-  mo_result res;
-  if (mo_run(*flags, ops, n, NULL, &res) == 0)
+  mo_result want;
+  if (mo_run(*flags, ops, n, NULL, &want) == 0)
     return n;
-  if (res.failed_at >= 0 && (size_t)res.failed_at < n)
-    n = (size_t)res.failed_at + 1;
+  if (want.failed_at >= 0 && (size_t)want.failed_at < n)
+    n = (size_t)want.failed_at + 1;
   static mo_op trial[MO_SHRINK_MAX];
   if (n > MO_SHRINK_MAX)
     return n;
@@ -846,7 +966,7 @@ size_t mo_shrink(uint8_t *flags, mo_op *ops, size_t n) {
         for (size_t k = 0; k < n; k++)
           if (k < i || k >= i + chunk)
             trial[m++] = ops[k];
-        if (m > 0 && still_fails(*flags, trial, m)) {
+        if (m > 0 && still_fails(*flags, trial, m, &want)) {
           memcpy(ops, trial, m * sizeof(*ops));
           n = m;
           progress = true;
@@ -863,12 +983,12 @@ size_t mo_shrink(uint8_t *flags, mo_op *ops, size_t n) {
         while (ops[k].b[j] != 0) {
           uint8_t old = ops[k].b[j];
           ops[k].b[j] = 0;
-          if (still_fails(*flags, ops, n)) {
+          if (still_fails(*flags, ops, n, &want)) {
             progress = true;
             break;
           }
           ops[k].b[j] = old / 2;
-          if (still_fails(*flags, ops, n)) {
+          if (still_fails(*flags, ops, n, &want)) {
             progress = true;
             continue;
           }
@@ -878,7 +998,8 @@ size_t mo_shrink(uint8_t *flags, mo_op *ops, size_t n) {
       }
     /* Simpler pool options. */
     for (uint8_t bit = 1; bit <= 4; bit <<= 1)
-      if ((*flags & bit) && still_fails((uint8_t)(*flags & ~bit), ops, n)) {
+      if ((*flags & bit) &&
+          still_fails((uint8_t)(*flags & ~bit), ops, n, &want)) {
         *flags = (uint8_t)(*flags & ~bit);
         progress = true;
       }

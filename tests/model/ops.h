@@ -69,12 +69,47 @@ extern mo_totals mo_total;
  * paths off (a backfill pool never takes them, hook or not). */
 unsigned mo_pool_flags(uint8_t flags_byte);
 
+/* How a run failed: the comparison or invariant that caught it. The
+ * shrinker keeps a change only when the program still fails the same way
+ * (same kind, and for MO_FAIL_RC the same call and codes), so that it
+ * cannot drift from one bug to another. */
+enum mo_fail {
+  MO_FAIL_NONE = 0,
+  MO_FAIL_SETUP,     /* the library refused to build a pool or a request */
+  MO_FAIL_RC,        /* an operation's return code differs */
+  MO_FAIL_CALLBACKS, /* the callbacks run, or their order, differ */
+  MO_FAIL_SLOT,      /* a grant's state or holdings differ */
+  MO_FAIL_PARTIAL,   /* a grant holds less or more than its request */
+  MO_FAIL_RESOURCE,  /* a resource's capacity, use or waiters differ */
+  MO_FAIL_SUM,       /* in use is not the sum of the grants */
+  MO_FAIL_CAPACITY,  /* in use above capacity, and not by a shrink */
+  MO_FAIL_WITHHELD,  /* withheld differs, or exceeds needs or free units */
+  MO_FAIL_DEVICE,    /* a device's figures or reservations */
+  MO_FAIL_POOL,      /* the pool's waiting, backfilled or late heads */
+  MO_FAIL_PROMISE,   /* a head granted after its sticky shadow time */
+  MO_FAIL_MODEL,     /* the model's self-check (a bug in the model) */
+  MO_FAIL_DESTROY,   /* the pool could not be destroyed after draining */
+  MO_FAIL_SABOTAGE_IN_USE,  /* mo_sabotage_in_use */
+  MO_FAIL_SABOTAGE_WAITING, /* mo_sabotage_waiting */
+  MO_FAIL_NKINDS
+};
+
+/* A short name for a failure kind ("callbacks", "capacity", ...). */
+const char *mo_fail_name(int kind);
+
 /* What one run found. */
 typedef struct mo_result {
   size_t ops_run; /* operations executed and compared */
   long failed_at; /* index of the operation that failed; -1: none */
-  char why[512];  /* the mismatch or broken invariant */
+  int kind;       /* enum mo_fail; MO_FAIL_NONE when it passed */
+  /* MO_FAIL_RC: the call, and what the library and the model returned. */
+  const char *call;
+  int lib_rc, model_rc;
+  char why[512]; /* the mismatch or broken invariant */
 } mo_result;
+
+/* Whether two failed runs failed the same way (see enum mo_fail). */
+int mo_same_failure(const mo_result *a, const mo_result *b);
 
 /*
  * Run a program. `trace` (may be NULL) gets each operation in readable
@@ -96,17 +131,22 @@ void mo_generate(uint64_t seed, uint8_t *flags, mo_op *ops, size_t n);
 
 /*
  * Shrink a failing program: remove chunks, then single operations, then
- * simplify each byte towards 0, keeping each change that still fails, until
- * nothing more can go. Returns the new length (ops and *flags are updated).
+ * simplify each byte towards 0, keeping each change that still fails the
+ * same way (mo_same_failure()), until nothing more can go. Returns the new
+ * length (ops and *flags are updated).
  */
 #define MO_SHRINK_MAX 4096 /* longer programs are left as they are */
 size_t mo_shrink(uint8_t *flags, mo_op *ops, size_t n);
 
 /*
  * Test-only sabotage of the comparison, to prove the shrinker and the
- * reporting work: when non-zero, a budget whose in-use reaches this many
- * units is reported as a mismatch. 0 (the default) in every real run.
+ * reporting work: when non-zero, a budget whose in-use reaches
+ * mo_sabotage_in_use units is reported as a mismatch
+ * (MO_FAIL_SABOTAGE_IN_USE), and one with mo_sabotage_waiting waiters or
+ * more as another (MO_FAIL_SABOTAGE_WAITING). 0 (the default) in every
+ * real run.
  */
 extern int mo_sabotage_in_use;
+extern int mo_sabotage_waiting;
 
 #endif /* CRONOQ_TEST_MODEL_OPS_H */
