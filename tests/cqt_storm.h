@@ -409,9 +409,17 @@ static void *st_checker_main(void *arg) {
   return NULL;
 }
 
+/* Start the checker and wait for its first check, so that it reads the
+ * pool all through the storm that follows, however short. */
 static inline void st_checker_start(struct st_model *m) {
   atomic_store(&m->stop_checker, 0);
   assert_int_equal(pthread_create(&m->checker, NULL, st_checker_main, m), 0);
+  int64_t give_up = cq_now() + CQT_PATIENCE_MS;
+  while (atomic_load(&m->checks) == 0) {
+    if (cq_now() > give_up)
+      fail_msg("the checker made no check in %d s", CQT_PATIENCE_MS / 1000);
+    sched_yield();
+  }
 }
 
 static inline void st_checker_stop(struct st_model *m) {
@@ -494,6 +502,82 @@ static inline void storm_wait_for(atomic_int *done, int n, cq_pool *pool,
                (int)((storm_seconds() * 1000 + CQT_PATIENCE_MS) / 1000));
     }
     cqt_sleep_ms(2);
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Waits that give up                                                        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A storm that stops making progress must fail with what it knows rather
+ * than hang until ctest kills it: every wait of the suites gives up after
+ * CQT_PATIENCE_MS (more for a whole storm) and records a broken check. The
+ * limit only guards against a hang; no duration is a success criterion.
+ */
+
+/* A condition variable on the monotonic clock, the clock of cq_now(). */
+static inline void storm_cond_init(pthread_cond_t *c) {
+  pthread_condattr_t attr;
+  assert_int_equal(pthread_condattr_init(&attr), 0);
+  assert_int_equal(pthread_condattr_setclock(&attr, CLOCK_MONOTONIC), 0);
+  assert_int_equal(pthread_cond_init(c, &attr), 0);
+  (void)pthread_condattr_destroy(&attr);
+}
+
+/* One wait on `c` (whose mutex `m` is held) until at most `give_up_ms` on
+ * cq_now()'s clock; the caller checks its condition again, and the time. */
+static inline void storm_cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m,
+                                         int64_t give_up_ms) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)(give_up_ms / 1000);
+  ts.tv_nsec = (long)(give_up_ms % 1000) * 1000000L;
+  (void)pthread_cond_timedwait(c, m, &ts);
+}
+
+/* A thread whose end can be waited for with a limit (POSIX has no timed
+ * join). */
+struct storm_thread {
+  pthread_t id;
+  void *(*fn)(void *);
+  void *arg;
+  atomic_int done;
+};
+
+static void *storm_thread_main(void *arg) {
+  struct storm_thread *t = arg;
+  t->fn(t->arg);
+  atomic_store(&t->done, 1);
+  return NULL;
+}
+
+static inline void storm_thread_start(struct storm_thread *t,
+                                      void *(*fn)(void *), void *arg) {
+  t->fn = fn;
+  t->arg = arg;
+  atomic_init(&t->done, 0);
+  assert_int_equal(pthread_create(&t->id, NULL, storm_thread_main, t), 0);
+}
+
+/*
+ * Join n threads that finish once the storm, at most storm_seconds() long,
+ * is over. Main thread only. On giving up, print the pool and fail with
+ * the first broken check, which a thread stuck waiting records itself.
+ */
+static inline void storm_join_all(struct storm_thread *t, int n, cq_pool *pool,
+                                  const char *what) {
+  int64_t give_up = cq_now() + storm_seconds() * 1000 + CQT_PATIENCE_MS;
+  for (int i = 0; i < n; i++) {
+    while (!atomic_load(&t[i].done) && cq_now() <= give_up)
+      cqt_sleep_ms(2);
+    if (!atomic_load(&t[i].done)) {
+      STORM_CHECK(false, "%s: thread %d of %d still running after %d s", what,
+                  i, n,
+                  (int)((storm_seconds() * 1000 + CQT_PATIENCE_MS) / 1000));
+      st_dump_pool(pool);
+      storm_assert_no_failures();
+    }
+    assert_int_equal(pthread_join(t[i].id, NULL), 0);
   }
 }
 

@@ -260,6 +260,7 @@ struct mix_params {
   int cancellers;
   int hand_off_in; /* one grant in `hand_off_in` goes to a releaser */
   long ops;        /* per slot */
+  bool cancels;    /* attempts must have ended by a cancel */
 };
 
 static struct {
@@ -485,18 +486,21 @@ static void run_uv_mixed(const struct mix_params *p) {
   /* A cancel that returned 0 ended exactly one pending acquire. */
   assert_int_equal(wins, cancelled);
   assert_true(granted > 0);
+  assert_true(atomic_load(&mx.m.checks) > 0);
+  if (p->cancels)
+    assert_true(cancelled > 0);
   st_check_quiescent(&mx.m);
 }
 
 static void test_uv_mixed_storm_never_over_admits_and_ends_free(void **state) {
   (void)state;
-  struct mix_params p = {"mixed storm", 25, 1, 3, storm_n(5000, 60)};
+  struct mix_params p = {"mixed storm", 25, 1, 3, storm_n(5000, 60), false};
   run_uv_mixed(&p);
 }
 
 static void test_uv_cancel_storm_against_releases_leaks_nothing(void **state) {
   (void)state;
-  struct mix_params p = {"cancel storm", 90, 3, 2, storm_n(5000, 60)};
+  struct mix_params p = {"cancel storm", 90, 3, 2, storm_n(5000, 60), true};
   run_uv_mixed(&p);
 }
 
@@ -564,7 +568,9 @@ static void ts_long_cb(cq_uv_req *r, int status) {
   atomic_store(&ts.long_status[s->side->id], status);
 }
 
-/* Each loop starts its long waiter when a new round begins. */
+/* Each loop starts its long waiter when a new round begins. It waits
+ * without a deadline: the round waits for it with a limit, which catches a
+ * lost wake-up, and a deadline could only end it early on a slow build. */
 static void ts_tick(struct side *sd) {
   int round = atomic_load(&ts.round);
   if (round == sd->seen_round)
@@ -573,8 +579,7 @@ static void ts_tick(struct side *sd) {
   struct slot *l = &sd->slots[TS_SLOTS];
   l->issued++;
   atomic_store(&l->state, SL_PENDING);
-  int rc = cq_uv_acquire(sd->uv, &l->req, &ts.long_req,
-                         cq_now() + CQT_PATIENCE_MS, ts_long_cb);
+  int rc = cq_uv_acquire(sd->uv, &l->req, &ts.long_req, CQ_NEVER, ts_long_cb);
   STORM_CHECK(rc == 0, "long waiter acquire: %s", cq_err_name(rc));
 }
 
@@ -697,7 +702,9 @@ static struct {
   cq_req req;
   cq_uv_req ureq;
   long rounds, done_rounds;
+  int64_t give_up;
   atomic_int started, done;
+  atomic_long cancels;
 } rr;
 
 static void rr_cb(cq_uv_req *r, int status) {
@@ -708,10 +715,19 @@ static void rr_cb(cq_uv_req *r, int status) {
   }
 }
 
-/* Acquires the same req over and over; each fits at once. */
+/* Acquires the same req over and over; each fits at once. After the
+ * first, which binds the req, it waits for the canceller to be cancelling,
+ * so that they race even in the shortest run. */
 static void rr_idle_cb(uv_idle_t *h) {
   (void)h;
-  for (int i = 0; i < 64 && rr.done_rounds < rr.rounds; i++, rr.done_rounds++) {
+  if (rr.done_rounds == 1 && atomic_load(&rr.cancels) == 0) {
+    if (cq_now() <= rr.give_up)
+      return; /* the loop turns again */
+    STORM_CHECK(false, "no cancel came in %d s", CQT_PATIENCE_MS / 1000);
+  }
+  long batch = rr.done_rounds == 0 ? 1 : 64;
+  for (long i = 0; i < batch && rr.done_rounds < rr.rounds;
+       i++, rr.done_rounds++) {
     int rc = cq_uv_acquire(rr.uv, &rr.ureq, &rr.req, CQ_NEVER, rr_cb);
     STORM_CHECK(rc == 0, "acquire: %s", cq_err_name(rc));
     atomic_store(&rr.started, 1);
@@ -726,13 +742,15 @@ static void rr_idle_cb(uv_idle_t *h) {
 }
 
 static void *rr_canceller_main(void *arg) {
-  long *cancels = arg;
-  while (!atomic_load(&rr.started))
+  (void)arg;
+  while (!atomic_load(&rr.started) && cq_now() <= rr.give_up)
     sched_yield();
-  while (!atomic_load(&rr.done)) {
+  STORM_CHECK(atomic_load(&rr.started), "no acquire started in %d s",
+              CQT_PATIENCE_MS / 1000);
+  while (atomic_load(&rr.started) && !atomic_load(&rr.done)) {
     int rc = cq_uv_cancel(&rr.ureq);
     STORM_CHECK(rc == CQ_ESTATE, "cancel: %s", cq_err_name(rc));
-    (*cancels)++;
+    atomic_fetch_add(&rr.cancels, 1);
   }
   return NULL;
 }
@@ -760,19 +778,21 @@ test_uv_cancel_racing_a_new_acquire_finds_nothing_to_cancel(void **state) {
   cqt_req(&rr.req, pool, "free:1");
   cq_uv_req_init(&rr.ureq);
   rr.rounds = storm_n(100000, 2000);
+  rr.give_up = cq_now() + CQT_PATIENCE_MS;
   assert_int_equal(uv_loop_init(&rr.loop), 0);
   assert_cq_ok(cq_uv_init(&rr.uv, &rr.loop, pool, NULL));
   assert_int_equal(uv_idle_init(&rr.loop, &rr.idle), 0);
   assert_int_equal(uv_idle_start(&rr.idle, rr_idle_cb), 0);
-  long cancels = 0;
   pthread_t t;
-  assert_int_equal(pthread_create(&t, NULL, rr_canceller_main, &cancels), 0);
+  assert_int_equal(pthread_create(&t, NULL, rr_canceller_main, NULL), 0);
   assert_int_equal(uv_run(&rr.loop, UV_RUN_DEFAULT), 0);
   assert_int_equal(pthread_join(t, NULL), 0);
   assert_int_equal(uv_loop_close(&rr.loop), 0);
+  long cancels = atomic_load(&rr.cancels);
   print_message("uv cancel race (%s): %ld acquires, %ld cancels\n",
                 storm_build(), rr.rounds, cancels);
   storm_assert_no_failures();
+  assert_true(cancels > 0);
   cq_resource_stats st = cqt_budget(pool, "free");
   assert_int_equal(st.in_use, 0);
   assert_int_equal(st.grants, (uint64_t)rr.rounds);
