@@ -71,6 +71,15 @@ static bool id_char(char c) {
          c == '-' || c == '/' || c == '_';
 }
 
+/* Whether one of the first n ids of the list is [id, id + len). */
+static bool list_has(const cq_gpu_list *l, size_t n, const char *id,
+                     size_t len) {
+  for (size_t i = 0; i < n; i++)
+    if (strlen(l->ids[i]) == len && memcmp(l->ids[i], id, len) == 0)
+      return true;
+  return false;
+}
+
 /* An entry of CUDA_VISIBLE_DEVICES: an index, or a GPU-/MIG- UUID. */
 static bool valid_entry(const char *s, size_t len) {
   if (len == 0 || len > CQ_DEVICE_ID_MAX)
@@ -107,13 +116,11 @@ int cq__parse_cuda_visible(const char *text, cq_gpu_list *out) {
                (int)(len > 60 ? 60 : len), start, text);
       return CQ_EPARSE;
     }
-    for (size_t i = 0; i < out->count; i++) {
-      if (strlen(out->ids[i]) == len && memcmp(out->ids[i], start, len) == 0) {
-        snprintf(out->error, sizeof(out->error),
-                 "CUDA_VISIBLE_DEVICES: \"%.*s\" appears twice in \"%.60s\"",
-                 (int)(len > 60 ? 60 : len), start, text);
-        return CQ_EPARSE;
-      }
+    if (list_has(out, out->count, start, len)) {
+      snprintf(out->error, sizeof(out->error),
+               "CUDA_VISIBLE_DEVICES: \"%.*s\" appears twice in \"%.60s\"",
+               (int)(len > 60 ? 60 : len), start, text);
+      return CQ_EPARSE;
     }
     if (out->count >= CQ_DEVICES_MAX) {
       snprintf(out->error, sizeof(out->error),
@@ -225,12 +232,11 @@ int cq__parse_nvidia_smi(const char *text, cq_gpu_list *out) {
   /* Two devices with one id could not be told apart in
    * CUDA_VISIBLE_DEVICES, and a device pool refuses them. */
   for (size_t i = 1; i < out->count; i++)
-    for (size_t j = 0; j < i; j++)
-      if (strcmp(out->ids[i], out->ids[j]) == 0) {
-        snprintf(out->error, sizeof(out->error),
-                 "nvidia-smi -L: \"%.60s\" is listed twice", out->ids[i]);
-        return CQ_EPARSE;
-      }
+    if (list_has(out, i, out->ids[i], strlen(out->ids[i]))) {
+      snprintf(out->error, sizeof(out->error),
+               "nvidia-smi -L: \"%.60s\" is listed twice", out->ids[i]);
+      return CQ_EPARSE;
+    }
   return 0;
 }
 
