@@ -110,6 +110,15 @@ static inline int64_t storm_seconds(void) {
   return storm_under_valgrind() ? 12 : 6;
 }
 
+/* Let a storm run until `count` has grown by `by` from now, or until
+ * `give_up` (a hang guard: reaching it is not itself a failure). */
+static inline void storm_await_growth(atomic_llong *count, long long by,
+                                      int64_t give_up) {
+  long long from = atomic_load(count);
+  while (atomic_load(count) < from + by && cq_now() < give_up)
+    cqt_sleep_ms(1);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Broken checks on worker threads                                           */
 /* ------------------------------------------------------------------------ */

@@ -670,11 +670,8 @@ static void run_timeout_storm(bool grow) {
   int round = 0;
   for (; round < rounds && (round == 0 || cq_now() < stop_at); round++) {
     /* Let the storm time out for a while. */
-    long long from = atomic_load(&s.timeouts);
     int64_t give_up = cq_now() + CQT_PATIENCE_MS;
-    while (atomic_load(&s.timeouts) < from + per_round / 2 &&
-           cq_now() < give_up)
-      cqt_sleep_ms(1);
+    storm_await_growth(&s.timeouts, per_round / 2, give_up);
     /* The long waiters join the queue among the storm's waiters. */
     for (int i = 0; i < TS_LONG; i++) {
       struct ts_long *l = &lw[i];
@@ -698,10 +695,7 @@ static void run_timeout_storm(bool grow) {
                (unsigned long long)waiting_on("mark"), TS_LONG);
     }
     /* More timeouts around them, then units come back. */
-    from = atomic_load(&s.timeouts);
-    while (atomic_load(&s.timeouts) < from + per_round / 2 &&
-           cq_now() < give_up)
-      cqt_sleep_ms(1);
+    storm_await_growth(&s.timeouts, per_round / 2, give_up);
     if (grow)
       assert_cq_ok(cq_budget_set_capacity(pool, "t", base + TS_LONG));
     else

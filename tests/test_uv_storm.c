@@ -606,11 +606,8 @@ static void run_uv_timeout_storm(bool grow) {
   int64_t stop_at = cq_now() + storm_seconds() * 1000;
   int round = 0;
   for (; round < rounds && (round == 0 || cq_now() < stop_at); round++) {
-    long long from = atomic_load(&ts.timeouts);
     int64_t give_up = cq_now() + CQT_PATIENCE_MS;
-    while (atomic_load(&ts.timeouts) < from + per_round / 2 &&
-           cq_now() < give_up)
-      cqt_sleep_ms(1);
+    storm_await_growth(&ts.timeouts, per_round / 2, give_up);
     for (int i = 0; i < SIDES; i++)
       atomic_store(&ts.long_status[i], 1);
     atomic_store(&ts.round, round + 1);
@@ -621,10 +618,7 @@ static void run_uv_timeout_storm(bool grow) {
       fail_msg("round %d: %llu long waiters wait, expected %d", round,
                (unsigned long long)cqt_budget(pool, "mark").waiting, SIDES);
     }
-    from = atomic_load(&ts.timeouts);
-    while (atomic_load(&ts.timeouts) < from + per_round / 2 &&
-           cq_now() < give_up)
-      cqt_sleep_ms(1);
+    storm_await_growth(&ts.timeouts, per_round / 2, give_up);
     if (grow)
       assert_cq_ok(cq_budget_set_capacity(pool, "t", base + SIDES));
     else
