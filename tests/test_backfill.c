@@ -56,6 +56,13 @@ static int setup(void **state) {
   return 0;
 }
 
+/* Run the test on a pool of its own instead of the fixture's; teardown
+ * checks and destroys it as usual. */
+static void replace_pool(unsigned flags, bool hook) {
+  assert_cq_ok(cq_pool_destroy(pool));
+  pool = make_pool(flags, hook);
+}
+
 static int teardown(void **state) {
   (void)state;
   assert_int_equal(cqt_waiting(pool), 0);
@@ -359,8 +366,7 @@ static void test_eight_device_claimant_with_fractions_backfilled(void **state) {
  * however long it runs. */
 static void test_fractional_claimant_and_its_reserved_device(void **state) {
   (void)state;
-  cq_pool *saved = pool;
-  pool = make_pool(CQ_POOL_BACKFILL, false);
+  replace_pool(CQ_POOL_BACKFILL, false);
   assert_cq_ok(cq_devices_add(pool, "gpu", 2, NULL));
   struct job a, b, h, y, y2;
   assert_true(job_submit(&a, "A", "gpu=0.6", 100));
@@ -384,8 +390,6 @@ static void test_fractional_claimant_and_its_reserved_device(void **state) {
   release(&h);
   release(&y2);
   release(&b);
-  assert_cq_ok(cq_pool_destroy(pool));
-  pool = saved;
 }
 
 /* H1 (cpu:8) has S = 100; H2 (cpu:10) behind it would have S = 300. Y
@@ -468,8 +472,7 @@ static void test_try_without_limit_never_barges(void **state) {
 /* Without CQ_POOL_BACKFILL a limit changes nothing about who goes first. */
 static void test_limits_without_backfill_do_not_pass_the_head(void **state) {
   (void)state;
-  cq_pool *saved = pool;
-  pool = make_pool(0, false);
+  replace_pool(0, false);
   assert_cq_ok(cq_budget_add(pool, "cpu", 10));
   struct job a, h, y;
   assert_true(job_submit(&a, "A", "cpu=6", 100));
@@ -479,8 +482,6 @@ static void test_limits_without_backfill_do_not_pass_the_head(void **state) {
   release(&h);
   release(&y);
   assert_int_equal(stats().backfilled, 0);
-  assert_cq_ok(cq_pool_destroy(pool));
-  pool = saved;
 }
 
 /* Bad limits are refused with a message and change nothing. */
@@ -554,8 +555,7 @@ static void test_overdue_by_the_timer_thread(void **state) {
 static void
 test_release_no_one_is_blocked_on_still_lets_backfill_run(void **state) {
   (void)state;
-  cq_pool *saved = pool;
-  pool = make_pool(CQ_POOL_BACKFILL, true);
+  replace_pool(CQ_POOL_BACKFILL, true);
   assert_cq_ok(cq_budget_add(pool, "b0", 3));
   assert_cq_ok(cq_budget_add(pool, "b1", 1));
   struct job a, b, h, c, w;
@@ -574,8 +574,6 @@ test_release_no_one_is_blocked_on_still_lets_backfill_run(void **state) {
   assert_true(granted(&h));
   release(&h);
   assert_int_equal(stats().late_heads, 0);
-  assert_cq_ok(cq_pool_destroy(pool));
-  pool = saved;
 }
 
 /*
@@ -591,8 +589,7 @@ test_release_no_one_is_blocked_on_still_lets_backfill_run(void **state) {
 static void
 test_release_of_unlimited_grant_updates_the_shadow_projection(void **state) {
   (void)state;
-  cq_pool *saved = pool;
-  pool = make_pool(CQ_POOL_BACKFILL, false); /* no hook */
+  replace_pool(CQ_POOL_BACKFILL, false); /* no hook */
   assert_cq_ok(cq_budget_add(pool, "cpu", 10));
   assert_cq_ok(cq_class_add(pool, "slot", 2));
   struct job s1, a, h, y;
@@ -610,8 +607,6 @@ test_release_of_unlimited_grant_updates_the_shadow_projection(void **state) {
   assert_true(granted(&h));
   release(&h);
   assert_int_equal(stats().late_heads, 0);
-  assert_cq_ok(cq_pool_destroy(pool));
-  pool = saved;
 }
 
 int main(void) {
