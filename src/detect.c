@@ -53,9 +53,8 @@ static int list_push(cq_gpu_list *l, const char *id, size_t len) {
 void cq_gpu_list_free(cq_gpu_list *list) {
   if (list == NULL || list->alloc_.free == NULL)
     return;
-  for (size_t i = 0; i < list->count; i++)
-    if (list->ids[i] != NULL)
-      list->alloc_.free(list->ids[i], list->alloc_.arg);
+  for (size_t i = 0; i < list->count; i++) /* each set by list_push() */
+    list->alloc_.free(list->ids[i], list->alloc_.arg);
   if (list->ids != NULL) /* the hooks are never handed NULL */
     list->alloc_.free(list->ids, list->alloc_.arg);
   list->ids = NULL;
