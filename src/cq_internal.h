@@ -404,6 +404,11 @@ _Static_assert(sizeof(struct cq__grant) <= sizeof(((cq_grant *)0)->cq_private),
                "struct cq__grant fits the public storage");
 _Static_assert(sizeof(struct cq__req) <= sizeof(((cq_req *)0)->cq_private),
                "struct cq__req fits the public storage");
+_Static_assert(_Alignof(struct cq__grant) <= _Alignof(cq_grant) &&
+                   _Alignof(struct cq__req) <= _Alignof(cq_req),
+               "the public storage is aligned for the private structs");
+_Static_assert(sizeof(cq_grant) == 2048 && sizeof(cq_req) == 1024,
+               "the public storage keeps its size within a SOVERSION");
 
 static inline struct cq__grant *cq__grant_of(cq_grant *g) {
   return (struct cq__grant *)(void *)g->cq_private;

@@ -366,6 +366,10 @@ int cq_gpu_detect(cq_gpu_list *out, const cq_detect_opts *opts) {
     opts = &defaults;
   memset(out, 0, sizeof(*out));
   out->source = "none";
+  for (size_t i = 0; i < sizeof(opts->reserved_) / sizeof(opts->reserved_[0]);
+       i++)
+    if (opts->reserved_[i] != 0)
+      return CQ_EINVAL;
   if (opts->alloc != NULL) {
     if (opts->alloc->alloc == NULL || opts->alloc->realloc == NULL ||
         opts->alloc->free == NULL)

@@ -45,6 +45,8 @@ const char *cq_version_string(void) {
 #undef CQ_STR2_
 }
 
+int cq_version_number(void) { return CQ_VERSION_NUMBER; }
+
 void cq__panic(const char *file, int line, const char *what) {
   fprintf(stderr, "libcronoq: internal invariant broken at %s:%d: %s\n", file,
           line, what);

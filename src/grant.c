@@ -61,6 +61,8 @@ void cq__ctx_finish(struct cq__ctx *c) {
   tl_dispatch.active = false;
 }
 
+size_t cq_grant_size(void) { return sizeof(cq_grant); }
+
 void cq_grant_init(cq_grant *grant) {
   if (grant != NULL)
     memset(grant->cq_private, 0, sizeof(grant->cq_private));

@@ -42,6 +42,10 @@ int cq_pool_create(cq_pool **out, const cq_pool_config *cfg) {
     return CQ_EINVAL;
   if (cfg->clock != NULL && !(cfg->flags & CQ_POOL_MANUAL_TIMERS))
     return CQ_EINVAL;
+  for (size_t i = 0; i < sizeof(cfg->reserved_) / sizeof(cfg->reserved_[0]);
+       i++)
+    if (cfg->reserved_[i] != 0)
+      return CQ_EINVAL; /* a later version's option: refuse, never ignore */
 
   cq_allocator alloc = cq__sys_allocator();
   if (cfg->alloc != NULL) {

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+size_t cq_req_size(void) { return sizeof(cq_req); }
+
 int cq_req_init(cq_req *req, cq_pool *pool) {
   if (req == NULL || pool == NULL)
     return CQ_EINVAL;

@@ -75,6 +75,17 @@ static void test_explicit_count_wins(void **s) {
   cq_gpu_list_free(&l);
 }
 
+static void test_reserved_options_are_refused(void **s) {
+  (void)s;
+  setenv("CRONOQ_NUM_GPUS", "3", 1);
+  cq_detect_opts o = CQ_DETECT_OPTS_INIT;
+  o.reserved_[0] = 1;
+  cq_gpu_list l;
+  assert_cq_err(cq_gpu_detect(&l, &o), CQ_EINVAL);
+  assert_int_equal(l.count, 0); /* and the list may still be freed */
+  cq_gpu_list_free(&l);
+}
+
 static void test_unparsable_count_names_the_variable_and_text(void **s) {
   (void)s;
   const char *bad[] = {"three", "", "-1", "2x", "1 2", "99999999"};
@@ -267,6 +278,7 @@ static void test_parsers_accept_and_refuse_exactly(void **s) {
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
+      T(test_reserved_options_are_refused),
       T(test_explicit_count_wins),
       T(test_unparsable_count_names_the_variable_and_text),
       T(test_cuda_visible_devices_entries_become_the_ids),

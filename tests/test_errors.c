@@ -54,9 +54,27 @@ static void test_version_string_matches_the_macros(void **state) {
   assert_string_equal(cq_version_string(), want);
 }
 
+static void test_version_number_matches_the_macros(void **state) {
+  (void)state;
+  assert_int_equal(cq_version_number(), CQ_VERSION_NUMBER);
+  assert_int_equal(CQ_VERSION_NUMBER, CQ_VERSION_MAJOR * 1000000 +
+                                          CQ_VERSION_MINOR * 1000 +
+                                          CQ_VERSION_PATCH);
+}
+
+static void test_storage_sizes_match_the_header(void **state) {
+  (void)state;
+  assert_int_equal(cq_req_size(), sizeof(cq_req));
+  assert_int_equal(cq_grant_size(), sizeof(cq_grant));
+  assert_int_equal(sizeof(cq_req), 1024);
+  assert_int_equal(sizeof(cq_grant), 2048);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_code_is_negative_and_distinct),
+      cmocka_unit_test(test_version_number_matches_the_macros),
+      cmocka_unit_test(test_storage_sizes_match_the_header),
       cmocka_unit_test(test_name_and_message_come_from_the_table),
       cmocka_unit_test(test_unknown_codes_map_to_a_constant_string),
       cmocka_unit_test(test_version_string_matches_the_macros),

@@ -23,6 +23,11 @@ static void test_create_checks_its_arguments(void **state) {
   cfg.alloc = &half;
   assert_cq_err(cq_pool_create(&p, &cfg), CQ_EINVAL);
 
+  cfg.alloc = NULL;
+  cfg.reserved_[7] = 1; /* a later version's option is refused, not ignored */
+  assert_cq_err(cq_pool_create(&p, &cfg), CQ_EINVAL);
+  assert_null(p);
+
   cq_pool_config clocked = CQ_POOL_CONFIG_INIT;
   clocked.clock = zero_clock;
   assert_cq_err(cq_pool_create(&p, &clocked), CQ_EINVAL); /* needs manual */

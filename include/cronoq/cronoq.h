@@ -33,6 +33,10 @@ extern "C" {
 #define CQ_VERSION_MAJOR 0
 #define CQ_VERSION_MINOR 1
 #define CQ_VERSION_PATCH 0
+/* One number that grows with every release: MAJOR * 1000000 + MINOR * 1000 +
+ * PATCH, for compile-time checks (`#if CQ_VERSION_NUMBER >= 1000`). */
+#define CQ_VERSION_NUMBER                                                      \
+  (CQ_VERSION_MAJOR * 1000000 + CQ_VERSION_MINOR * 1000 + CQ_VERSION_PATCH)
 
 #if defined(CRONOQ_STATIC)
 #define CQ_EXPORT
@@ -50,6 +54,35 @@ extern "C" {
 
 /* The version the library was built as, "MAJOR.MINOR.PATCH". Thread-safe. */
 CQ_EXPORT const char *cq_version_string(void);
+
+/* The same as a number (CQ_VERSION_NUMBER of the library, which may differ
+ * from the header's when an application runs against a newer library).
+ * Thread-safe. */
+CQ_EXPORT int cq_version_number(void);
+
+/*
+ * ABI policy. While the version is 0.x, the shared library's SOVERSION is
+ * "0.MINOR": a new minor version may break the ABI, a new patch version
+ * never does. Within one SOVERSION:
+ * - functions are only added, never changed or removed;
+ * - caller-owned storage (cq_req, cq_grant, and cq_uv_req in the adapter)
+ *   keeps its size and alignment. The library leaves headroom in it (it
+ *   uses about half of cq_grant and a third of cq_req today) and may use
+ *   more of it later; cq_req_size() and cq_grant_size() report the sizes the
+ *   library was built with, for bindings that allocate the storage
+ *   themselves;
+ * - configuration and statistics structs keep their layout and end in
+ *   reserved fields; a later version may give a reserved field a meaning,
+ *   where zero keeps today's behaviour. Initialise them with their _INIT
+ *   macro (all zeros), or zero them.
+ */
+#if defined(__cplusplus)
+#define CQ_ZERO_INIT_                                                          \
+  {}
+#else
+#define CQ_ZERO_INIT_                                                          \
+  { 0 }
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                    */
@@ -179,6 +212,7 @@ typedef struct cq_event {
   const char *resource; /* CQ_EVENT_RESERVED: the resource; else NULL */
   int64_t time_ms;      /* on the pool's clock */
   int64_t wait_ms;      /* CQ_EVENT_GRANTED: time spent waiting */
+  uint64_t reserved_[4];
 } cq_event;
 
 /*
@@ -203,10 +237,10 @@ typedef struct cq_pool_config {
   cq_event_fn on_event;  /* NULL: no events */
   void *event_arg;       /* passed to on_event */
   uint32_t event_buffer; /* events held for the hook; 0: 4096 */
+  uint64_t reserved_[8]; /* must be zero */
 } cq_pool_config;
 
-#define CQ_POOL_CONFIG_INIT                                                    \
-  { 0u, NULL, NULL, NULL, NULL, NULL, NULL, 0u }
+#define CQ_POOL_CONFIG_INIT CQ_ZERO_INIT_
 
 /*
  * Create a pool. `cfg` may be NULL for all defaults. On success *out is the
@@ -255,6 +289,7 @@ typedef struct cq_pool_stats {
   uint64_t backfilled;     /* grants made by backfill, ever */
   uint64_t late_heads;     /* oldest waiters granted after their shadow
                               time, ever (see CQ_POOL_BACKFILL) */
+  uint64_t reserved_[8];
 } cq_pool_stats;
 
 /* Fill *out under the pool's lock. Thread-safe. Returns 0 or CQ_EINVAL. */
@@ -376,6 +411,7 @@ typedef struct cq_resource_stats {
   cq_wait_stats wait;
   uint32_t devices; /* device pools: devices, and of which online */
   uint32_t online;
+  uint64_t reserved_[8];
 } cq_resource_stats;
 
 /* Snapshot of resource `name`. Returns 0, CQ_EINVAL or CQ_ENOENT. */
@@ -438,6 +474,7 @@ typedef struct cq_device_stats {
   int64_t used_milli;            /* thousandths held */
   int64_t peak_milli;            /* highest used_milli seen */
   uint64_t grants;               /* grants placed on this device, ever */
+  uint64_t reserved_[4];
 } cq_device_stats;
 
 /* Fill *out for device `index` of pool `name`. Thread-safe.
@@ -466,10 +503,10 @@ typedef struct cq_detect_opts {
   const char *nvidia_smi;
   int64_t timeout_ms;        /* for the command; 0: 5000 */
   const cq_allocator *alloc; /* NULL: malloc/realloc/free */
+  uint64_t reserved_[4];     /* must be zero */
 } cq_detect_opts;
 
-#define CQ_DETECT_OPTS_INIT                                                    \
-  { NULL, 0, NULL }
+#define CQ_DETECT_OPTS_INIT CQ_ZERO_INIT_
 
 /* What detection found: `count` device ids, and where they came from. */
 typedef struct cq_gpu_list {
@@ -517,8 +554,8 @@ CQ_EXPORT void cq_gpu_list_free(cq_gpu_list *list);
  */
 typedef struct cq_req {
   void *data; /* for the caller */
-  uint64_t cq_private[80];
-} cq_req;
+  uint64_t cq_private[127];
+} cq_req; /* 1 KiB */
 
 /*
  * Make `req` an empty request on `pool`. An empty request is always granted
@@ -615,8 +652,13 @@ CQ_EXPORT const char *cq_req_error(const cq_req *req);
  */
 typedef struct cq_grant {
   void *data; /* for the caller */
-  uint64_t cq_private[128];
-} cq_grant;
+  uint64_t cq_private[255];
+} cq_grant; /* 2 KiB */
+
+/* sizeof(cq_req) and sizeof(cq_grant) as the library was built, for
+ * bindings that allocate them. Thread-safe. */
+CQ_EXPORT size_t cq_req_size(void);
+CQ_EXPORT size_t cq_grant_size(void);
 
 /*
  * Callback of cq_grant_submit(). `status` is 0 when granted (the grant now
