@@ -45,6 +45,10 @@ static int lim_cmp(const cq__rbnode *a, const cq__rbnode *b) {
 /* A device that is offline can give the head nothing: far below any need,
  * and far enough from overflow that adding holders back cannot lift it. */
 #define OFFLINE_FREE (INT64_MIN / 4)
+/* Likewise a budget that a lone grant holds gives nothing until that grant
+ * is projected to leave: its projection carries this much less, added by
+ * the lone holder and taken away with it. */
+#define LONE_BLOCK (INT64_MIN / 4)
 
 /* ------------------------------------------------------------------------ */
 /* The projection                                                            */
@@ -65,6 +69,8 @@ static void proj_apply(cq_pool *p, const struct cq__grant *g, int64_t sign) {
     int64_t held = g->it[i].u.hold.held;
     if (r->kind != CQ__RES_DEVICES) {
       r->bf_free += sign * held;
+      if (g->it[i].flags & CQ__IT_LONE)
+        r->bf_free -= sign * LONE_BLOCK;
     } else if (g->it[i].mode == CQ__MODE_FRACTION) {
       if (held > 0)
         r->devs[g->it[i].u.hold.dev].bf_free += sign * held;
@@ -106,7 +112,9 @@ static void proj_start(cq_pool *p, const struct cq__grant *h) {
     struct cq__res *r = h->it[i].res;
     r->bf_mark = stamp;
     if (r->kind != CQ__RES_DEVICES) {
-      r->bf_free = cq__res_capacity(r) - cq__res_used(r);
+      uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
+      r->bf_free = cq__res_capacity(r) - cq__w_used(w) +
+                   ((w & CQ__W_LONE) ? LONE_BLOCK : 0);
       continue;
     }
     for (uint32_t d = 0; d < r->n_devs; d++)
@@ -231,6 +239,14 @@ const struct cq__grant *cq__bf_head(cq_pool *p, int64_t now) {
   return h;
 }
 
+/* Whether item i of waiting or arriving g would be granted as a lone
+ * request. */
+static bool lone_item(const struct cq__grant *g, unsigned i) {
+  const struct cq__res *r = g->it[i].res;
+  return r->kind == CQ__RES_BUDGET &&
+         cq__is_lone(r, g->req->items[i].amount, cq__res_capacity(r));
+}
+
 bool cq__bf_allows(cq_pool *p, struct cq__grant *g, int64_t now) {
   const struct cq__grant *h = p->queue_head;
   int64_t limit = g->req->limit_ms;
@@ -247,7 +263,7 @@ bool cq__bf_allows(cq_pool *p, struct cq__grant *g, int64_t now) {
       continue;
     int64_t need = cq__item_need(g, i);
     if (r->kind != CQ__RES_DEVICES) {
-      r->bf_free -= need;
+      r->bf_free -= need + (lone_item(g, i) ? -LONE_BLOCK : 0);
       continue;
     }
     placed[i] = cq__dev_peek(r, g->it[i].mode, need, cq__excl_for(r, g, h));
@@ -266,7 +282,7 @@ bool cq__bf_allows(cq_pool *p, struct cq__grant *g, int64_t now) {
       continue;
     int64_t need = cq__item_need(g, i);
     if (r->kind != CQ__RES_DEVICES) {
-      r->bf_free += need;
+      r->bf_free += need + (lone_item(g, i) ? -LONE_BLOCK : 0);
     } else if (placed[i] >= 0 && g->it[i].mode == CQ__MODE_FRACTION) {
       r->devs[placed[i]].bf_free += need;
     } else if (placed[i] >= 0) {

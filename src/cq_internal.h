@@ -107,21 +107,45 @@ enum cq__res_kind {
  * A budget's usage word, updated with single atomic operations so that
  * uncontended acquires and releases need no lock:
  *   bits  0..39  units in use
- *   bits 40..61  grants made without the lock, not yet moved into
+ *   bits 40..60  grants made without the lock, not yet moved into
  *                grants_total (moved under the lock before the field fills)
+ *   bit  61      lone: a lone request holds the budget; nothing else may be
+ *                granted on it, whatever the units and the capacity
  *   bit  62      removed: the resource is gone, every acquire must fail
  *   bit  63      contended: some waiter claims this budget; acquires must
  *                take the lock (to respect what is withheld) and releases
  *                must sweep
+ *
+ * The count field never borrows from or carries into the state bits: every
+ * subtraction from it is conditional, in the same compare-and-swap, on the
+ * field holding at least what is taken (see cq__res_harvest() and the undo
+ * of cq__lockfree_take()), and an addition happens only while the field is
+ * below the fast limit, so it never exceeds that limit. The harvest
+ * threshold is a build option (CRONOQ_HARVEST_SHIFT) so that tests can make
+ * every run cross it many times.
  */
+#ifndef CQ_HARVEST_SHIFT
+#define CQ_HARVEST_SHIFT 19
+#endif
 #define CQ__W_USED_MASK ((UINT64_C(1) << 40) - 1)
 #define CQ__W_COUNT_SHIFT 40
+#define CQ__W_COUNT_BITS 21
 #define CQ__W_COUNT_ONE (UINT64_C(1) << CQ__W_COUNT_SHIFT)
-#define CQ__W_COUNT_MASK (((UINT64_C(1) << 22) - 1) << CQ__W_COUNT_SHIFT)
-#define CQ__W_COUNT_FAST_LIMIT (UINT64_C(1) << 21) /* lock-free below this */
-#define CQ__W_COUNT_HARVEST (UINT64_C(1) << 20)    /* moved at a time */
+#define CQ__W_COUNT_MASK                                                       \
+  (((UINT64_C(1) << CQ__W_COUNT_BITS) - 1) << CQ__W_COUNT_SHIFT)
+#define CQ__W_COUNT_HARVEST (UINT64_C(1) << CQ_HARVEST_SHIFT) /* moved at a time */
+#define CQ__W_COUNT_FAST_LIMIT (CQ__W_COUNT_HARVEST * 2) /* lock-free below */
+#define CQ__W_LONE (UINT64_C(1) << 61)
 #define CQ__W_REMOVED (UINT64_C(1) << 62)
 #define CQ__W_CONTENDED (UINT64_C(1) << 63)
+
+_Static_assert(CQ_BUDGET_MAX == (int64_t)CQ__W_USED_MASK,
+               "a budget's capacity fits the usage word's units field");
+_Static_assert(CQ__W_COUNT_FAST_LIMIT <=
+                   (CQ__W_COUNT_MASK >> CQ__W_COUNT_SHIFT),
+               "the count field holds every value up to the fast limit");
+_Static_assert(CQ_HARVEST_SHIFT >= 1 && CQ_HARVEST_SHIFT <= 19,
+               "the harvest threshold fits the count field");
 
 static inline int64_t cq__w_used(uint64_t w) {
   return (int64_t)(w & CQ__W_USED_MASK);
@@ -196,6 +220,8 @@ struct cq__res {
   _Atomic int64_t peak;     /* highest use seen */
   uint64_t grants_total;    /* grants counted under the lock */
   uint64_t n_waiting;       /* waiters whose request names this resource */
+  uint64_t n_holders;       /* held grants naming it that are counted in the
+                               pool's n_held (see there) */
   uint64_t timeouts;        /* waiters naming it that timed out */
   uint64_t cancels;         /* waiters naming it that were cancelled */
   struct cq__hist wait;     /* waiting times of the grants that waited */
@@ -237,11 +263,21 @@ static inline int64_t cq__res_capacity(const struct cq__res *r) {
   return atomic_load_explicit(&r->capacity, memory_order_relaxed);
 }
 
-/* What `amount` of budget-like resource r takes: all of it for a lone
- * request larger than the capacity, else the amount. */
+/* Whether `amount` of budget-like resource r is a lone request: larger
+ * than the capacity, on a budget with the lone-request allowance. */
+static inline bool cq__is_lone(const struct cq__res *r, int64_t amount,
+                               int64_t capacity) {
+  return (r->flags & CQ_BUDGET_LONE) && amount > capacity;
+}
+
+/* What `amount` of budget-like resource r takes: a lone request takes the
+ * whole capacity, and needs at least one unit, so that on a lone budget of
+ * capacity 0 it waits instead of holding nothing; else the amount. */
 static inline int64_t cq__need_at(const struct cq__res *r, int64_t amount,
                                   int64_t capacity) {
-  return (r->flags & CQ_BUDGET_LONE) && amount > capacity ? capacity : amount;
+  if (!cq__is_lone(r, amount, capacity))
+    return amount;
+  return capacity > 0 ? capacity : 1;
 }
 
 /* Raise the peak to at least `used`. */
@@ -259,8 +295,6 @@ void cq__dev_snapshot(struct cq__res *r, uint32_t index, cq_device_stats *out);
 
 /* Move lock-free grant counts into grants_total. Lock held. */
 void cq__res_harvest(struct cq__res *r);
-/* Grants ever made on r. Lock held. */
-uint64_t cq__res_grants(const struct cq__res *r);
 
 /* Look a resource up by name; NULL if none. Lock held. */
 struct cq__res *cq__res_find(cq_pool *p, const char *name);
@@ -333,6 +367,8 @@ enum cq__gstyle { CQ__STYLE_BLOCKING = 1, CQ__STYLE_CALLBACK = 2 };
 
 /* Per-item flags. */
 #define CQ__IT_CLAIMED 0x1u
+#define CQ__IT_LONE 0x2u /* holding: a lone grant, which owns the word's lone
+                            bit until it is released */
 
 struct cq__gitem {
   union {
@@ -534,8 +570,12 @@ void cq__attempt_start(cq_pool *p, struct cq__grant *g,
 bool cq__arrival_try(cq_pool *p, struct cq__grant *g);
 /* Grant a budget-only request without the lock: 1 granted; 0 not now (take
  * the lock and decide there); -1 not now, and a transient hold was given
- * back to a contended budget, so the caller must sweep under the lock. */
-int cq__lockfree_take(struct cq__grant *g, const struct cq__req *req);
+ * back to a contended budget, so the caller must sweep under the lock. Bit i
+ * of *uncounted is set when item i's count was harvested before it could be
+ * taken back from the word: the caller takes it off grants_total under the
+ * lock. */
+int cq__lockfree_take(struct cq__grant *g, const struct cq__req *req,
+                      uint32_t *uncounted);
 /* Release a lock-free grant without the lock; true when a contended budget
  * got units back and the caller must sweep under the lock. */
 bool cq__lockfree_give_all(struct cq__grant *g);
@@ -547,6 +587,11 @@ void cq__waiter_leave(cq_pool *p, struct cq__grant *g, int status,
                       struct cq__ctx *ctx);
 /* Return `amount` of item `i` held by `g` to the pool. Lock held. */
 void cq__give_back(cq_pool *p, struct cq__grant *g, unsigned i, int64_t amount);
+/* Return everything held grant g holds (a release). Lock held. */
+void cq__give_back_all(cq_pool *p, struct cq__grant *g);
+/* Count held grant g (delta +1) among the pool's held grants and its
+ * resources' holders, or stop counting it (-1). Lock held. */
+void cq__held_count(cq_pool *p, struct cq__grant *g, int delta);
 /* Mark every contended resource of g dirty (after a lock-free release). */
 void cq__mark_contended_dirty(cq_pool *p, struct cq__grant *g);
 /* Fail every waiter that can no longer ever fit (a capacity shrank, a
@@ -568,8 +613,9 @@ const struct cq__gitem *cq__excl_for(const struct cq__res *r,
                                      const struct cq__grant *ignore);
 /* Units of budget-like r open to a new request: free minus withheld. */
 int64_t cq__budget_open(const struct cq__res *r);
-/* Units of budget r withheld for its claimant when `used` are in use. */
-int64_t cq__budget_withheld(const struct cq__res *r, int64_t used);
+/* Units of budget r withheld for its claimant when its usage word reads
+ * `word`. */
+int64_t cq__budget_withheld(const struct cq__res *r, uint64_t word);
 
 /* backfill.c: hold limits and backfill. All with the pool lock held. */
 
@@ -622,6 +668,9 @@ struct cq_pool {
   struct cq__grant *queue_head; /* every waiter, oldest first */
   struct cq__grant *queue_tail;
   uint64_t n_waiters;
+  uint64_t n_held;         /* grants held that were made or adopted under the
+                              lock; lock-free ones hold units, which the
+                              destroy check sees */
   uint64_t waited_grants;  /* grants to requests that had waited */
   uint64_t wakeups;        /* blocked threads signalled */
   uint64_t events_dropped; /* events the hook fell behind for */

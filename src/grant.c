@@ -109,11 +109,12 @@ static int attempt_begin(cq_pool *pool, cq_grant *grant, const cq_req *req,
     return rc;
   *out = g;
   int taken = 0;
+  uint32_t uncounted = 0;
   /* With an event hook every acquire takes the lock, where events are
    * ordered; with backfill too, where the shadow time sees every grant. */
   if ((r->flags & CQ__REQ_LOCKFREE) && cq__pool_lockfree(pool) &&
       !atomic_load_explicit(&pool->closed, memory_order_relaxed)) {
-    taken = cq__lockfree_take(g, r);
+    taken = cq__lockfree_take(g, r, &uncounted);
     if (taken == 1) {
       g->pool = pool;
       g->req = r;
@@ -124,6 +125,9 @@ static int attempt_begin(cq_pool *pool, cq_grant *grant, const cq_req *req,
     }
   }
   cq__mutex_lock(&pool->lock);
+  for (unsigned i = 0; uncounted != 0; i++, uncounted >>= 1)
+    if (uncounted & 1)
+      r->items[i].res->grants_total--; /* harvested before it was undone */
   if (taken < 0) {
     /* Units taken for a moment went back to a contended budget. */
     for (unsigned i = 0; i < r->n_items; i++)
@@ -340,11 +344,26 @@ int cq_grant_release(cq_pool *pool, cq_grant *grant) {
   if (rc != 0)
     return rc;
   cq__limit_released(pool, g);
-  for (unsigned i = 0; i < g->n_items; i++)
-    cq__give_back(pool, g, i, g->it[i].u.hold.held);
+  cq__give_back_all(pool, g);
   cq__gstate_set(g, CQ__G_IDLE);
   cq__event(pool, CQ_EVENT_RELEASED, g, NULL, 0);
   return end_locked(pool, 0);
+}
+
+/*
+ * A lock-free grant holds units on every budget it names until its
+ * release, which is how cq_pool_destroy() sees it. One that gives units
+ * back early could come to hold none, so it is counted among the pool's
+ * held grants from then on, and released under the lock. Lock held.
+ */
+static void adopt(cq_pool *p, struct cq__grant *g) {
+  if (!g->lockfree)
+    return;
+  g->lockfree = 0;
+  g->limited = 0;
+  g->overdue = 0;
+  g->limit_ms = 0;
+  cq__held_count(p, g, +1);
 }
 
 /* The item of held grant g on resource `name`, or -1. Lock held. */
@@ -375,6 +394,7 @@ int cq_grant_release_part(cq_pool *pool, cq_grant *grant, const char *resource,
     rc = CQ_ERANGE;
   else {
     cq__bf_invalidate(pool); /* the head's projection counted it whole */
+    adopt(pool, g);
     cq__give_back(pool, g, (unsigned)i, amount);
   }
   return end_locked(pool, rc);

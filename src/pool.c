@@ -121,7 +121,9 @@ int cq_pool_destroy(cq_pool *pool) {
   if (pool == NULL)
     return 0;
   cq__mutex_lock(&pool->lock);
-  bool held = false;
+  /* Grants made or adopted under the lock are counted, whatever they hold
+   * now; lock-free ones hold units until they are released. */
+  bool held = pool->n_held != 0;
   for (uint32_t i = 0; i < pool->n_slots; i++)
     if (pool->res[i] != NULL && cq__res_used(pool->res[i]) != 0)
       held = true;

@@ -89,9 +89,18 @@ static inline struct cq__res *item_res(const cq_pool *p,
 /* Budgets: what is free, withheld and open                                  */
 /* ------------------------------------------------------------------------ */
 
-static inline int64_t budget_free(const struct cq__res *r) {
-  int64_t f = cq__res_capacity(r) - cq__res_used(r);
+/* What a usage word leaves free of capacity `cap`: nothing while a lone
+ * grant holds the budget, else capacity - used, never below 0. */
+static inline int64_t word_free(uint64_t w, int64_t cap) {
+  if (w & CQ__W_LONE)
+    return 0;
+  int64_t f = cap - cq__w_used(w);
   return f > 0 ? f : 0;
+}
+
+static inline int64_t budget_free(const struct cq__res *r) {
+  return word_free(atomic_load_explicit(&r->word, memory_order_acquire),
+                   cq__res_capacity(r));
 }
 
 static const struct cq__gitem *claimant_item(const struct cq__res *r) {
@@ -99,13 +108,11 @@ static const struct cq__gitem *claimant_item(const struct cq__res *r) {
   return n != NULL ? claim_item(n) : NULL;
 }
 
-int64_t cq__budget_withheld(const struct cq__res *r, int64_t used) {
+int64_t cq__budget_withheld(const struct cq__res *r, uint64_t word) {
   const struct cq__gitem *c = claimant_item(r);
   if (c == NULL)
     return 0;
-  int64_t f = cq__res_capacity(r) - used;
-  if (f <= 0)
-    return 0;
+  int64_t f = word_free(word, cq__res_capacity(r));
   int64_t need = cq__item_need(item_grant(c), c->index);
   return need < f ? need : f;
 }
@@ -274,18 +281,28 @@ void cq__attempt_start(cq_pool *p, struct cq__grant *g,
   }
 }
 
-/* Take `need` units of budget r if they are free; never beyond capacity. */
-static bool budget_take(struct cq__res *r, int64_t need) {
+/* Take `need` units of budget r if they are free; never beyond capacity.
+ * A lone take (need is then the whole capacity, so nothing may be held)
+ * also sets the lone bit, in the same step, so that no lock-free acquire
+ * slips in beside it. */
+static bool budget_take(struct cq__res *r, int64_t need, bool lone) {
   int64_t cap = cq__res_capacity(r);
   uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
   do {
-    if (need > cap - cq__w_used(w)) /* not used + need: it may overflow */
+    if (need > word_free(w, cap)) /* not used + need: it may overflow */
       return false;
   } while (!atomic_compare_exchange_weak_explicit(
-      &r->word, &w, w + (uint64_t)need, memory_order_acq_rel,
-      memory_order_relaxed));
+      &r->word, &w, (w + (uint64_t)need) | (lone ? CQ__W_LONE : 0),
+      memory_order_acq_rel, memory_order_relaxed));
   cq__peak_raise(r, cq__w_used(w) + need);
   return true;
+}
+
+/* Whether item i of g, arriving or waiting, is a lone request now. */
+static bool item_lone(const struct cq__grant *g, unsigned i) {
+  const struct cq__res *r = g->it[i].res;
+  return r->kind == CQ__RES_BUDGET &&
+         cq__is_lone(r, g->req->items[i].amount, cq__res_capacity(r));
 }
 
 static void budget_put(struct cq__res *r, int64_t amount) {
@@ -305,7 +322,8 @@ static bool take_units(cq_pool *p, struct cq__grant *g, int32_t *devices,
   /* Budgets first: only they can fail. */
   for (unsigned i = 0; i < g->n_items; i++) {
     struct cq__res *r = item_res(p, g, i);
-    if (r->kind != CQ__RES_DEVICES && !budget_take(r, cq__item_need(g, i))) {
+    if (r->kind != CQ__RES_DEVICES &&
+        !budget_take(r, cq__item_need(g, i), item_lone(g, i))) {
       while (i-- > 0)
         if (item_res(p, g, i)->kind != CQ__RES_DEVICES)
           budget_put(item_res(p, g, i), cq__item_need(g, i));
@@ -330,9 +348,17 @@ static void hold_units(cq_pool *p, struct cq__grant *g, const int32_t *devices,
     int64_t need = cq__item_need(g, i);
     if (g->it[i].mode == CQ__MODE_WHOLE)
       need *= CQ_DEVICE_MILLI;
+    if (item_lone(g, i)) {
+      g->it[i].flags |= CQ__IT_LONE;
+      g->lockfree = 0; /* its release clears the lone bit, under the lock */
+    }
     g->it[i].u.hold.held = need;
     g->it[i].u.hold.dev = r->kind == CQ__RES_DEVICES ? devices[i] : -1;
   }
+  /* A grant that may be released without the lock holds units on every
+   * budget it names until then; the others are counted (cq_pool_destroy). */
+  if (!g->lockfree)
+    cq__held_count(p, g, +1);
   cq__gstate_set(g, CQ__G_HELD);
   cq__limit_granted(p, g, now);
 }
@@ -375,15 +401,19 @@ bool cq__arrival_try(cq_pool *p, struct cq__grant *g) {
   return true;
 }
 
-int cq__lockfree_take(struct cq__grant *g, const struct cq__req *req) {
+int cq__lockfree_take(struct cq__grant *g, const struct cq__req *req,
+                      uint32_t *uncounted) {
   unsigned i;
+  *uncounted = 0;
   for (i = 0; i < req->n_items; i++) {
     struct cq__res *r = req->items[i].res;
     int64_t cap = cq__res_capacity(r);
-    uint64_t need = (uint64_t)cq__need_at(r, req->items[i].amount, cap);
+    if (cq__is_lone(r, req->items[i].amount, cap))
+      goto undo; /* a lone grant sets the lone bit, under the lock */
+    uint64_t need = (uint64_t)req->items[i].amount;
     uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
     do {
-      if ((w & (CQ__W_CONTENDED | CQ__W_REMOVED)) != 0 ||
+      if ((w & (CQ__W_CONTENDED | CQ__W_REMOVED | CQ__W_LONE)) != 0 ||
           cq__w_count(w) >= CQ__W_COUNT_FAST_LIMIT ||
           (int64_t)need > cap - cq__w_used(w))
         goto undo; /* compared with what is left: used + need may overflow */
@@ -400,12 +430,21 @@ int cq__lockfree_take(struct cq__grant *g, const struct cq__req *req) {
 
 undo:;
   /* Give back what was taken, uncounted. A waiter may have arrived
-   * meanwhile; then those units must reach it through a sweep. */
+   * meanwhile; then those units must reach it through a sweep. A harvest
+   * under the lock may have moved this attempt's count into grants_total
+   * meanwhile, and left the field empty: then only the units come back
+   * here, and the caller takes the count off grants_total. */
   bool sweep = false;
   while (i-- > 0) {
-    uint64_t back = (uint64_t)g->it[i].u.hold.held + CQ__W_COUNT_ONE;
-    uint64_t w = atomic_fetch_sub_explicit(&req->items[i].res->word, back,
-                                           memory_order_acq_rel);
+    struct cq__res *r = req->items[i].res;
+    uint64_t held = (uint64_t)g->it[i].u.hold.held, back;
+    uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
+    do
+      back = held + (cq__w_count(w) > 0 ? CQ__W_COUNT_ONE : 0);
+    while (!atomic_compare_exchange_weak_explicit(
+        &r->word, &w, w - back, memory_order_acq_rel, memory_order_relaxed));
+    if (back == held)
+      *uncounted |= 1u << i;
     sweep |= (w & CQ__W_CONTENDED) != 0;
   }
   return sweep ? -1 : 0;
@@ -538,6 +577,27 @@ void cq__give_back(cq_pool *p, struct cq__grant *g, unsigned i,
     budget_put(r, amount);
   g->it[i].u.hold.held -= amount;
   cq__units_returned(p, r, 0);
+}
+
+void cq__give_back_all(cq_pool *p, struct cq__grant *g) {
+  for (unsigned i = 0; i < g->n_items; i++) {
+    struct cq__gitem *it = &g->it[i];
+    if (it->flags & CQ__IT_LONE) {
+      /* The lone grant leaves: the budget is open again, with what it gave
+       * back early too (the bit is known set: subtracting it clears it). */
+      it->flags &= (uint8_t)~CQ__IT_LONE;
+      atomic_fetch_sub_explicit(&it->res->word, CQ__W_LONE,
+                                memory_order_acq_rel);
+    }
+    cq__give_back(p, g, i, it->u.hold.held);
+  }
+  cq__held_count(p, g, -1);
+}
+
+void cq__held_count(cq_pool *p, struct cq__grant *g, int delta) {
+  p->n_held += (uint64_t)(int64_t)delta;
+  for (unsigned i = 0; i < g->n_items; i++)
+    g->it[i].res->n_holders += (uint64_t)(int64_t)delta;
 }
 
 /* ------------------------------------------------------------------------ */

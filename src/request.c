@@ -22,8 +22,7 @@ int cq_req_init(cq_req *req, cq_pool *pool) {
   struct cq__req *r = cq__req_of(req);
   memset(r, 0, sizeof(*r));
   r->magic = CQ__REQ_MAGIC;
-  r->pool = pool;
-  r->flags = CQ__REQ_LOCKFREE;
+  r->pool = pool; /* no flags: an empty request takes the lock */
   return 0;
 }
 
@@ -65,9 +64,13 @@ static bool all_budgets(const struct cq__req *r) {
 }
 
 /* A request may skip the lock when it names budgets only and has no hold
- * limit (limited grants are kept in order of their ends, under the lock). */
+ * limit (limited grants are kept in order of their ends, under the lock).
+ * An empty request takes the lock too: it holds no units, so only the
+ * pool's count of held grants shows it to cq_pool_destroy(). */
 static uint16_t lockfree_flag(const struct cq__req *r) {
-  return all_budgets(r) && r->limit_ms == 0 ? CQ__REQ_LOCKFREE : 0;
+  return r->n_items > 0 && all_budgets(r) && r->limit_ms == 0
+             ? CQ__REQ_LOCKFREE
+             : 0;
 }
 
 /* Format thousandths as a decimal without trailing zeros ("0.25", "2"). */
@@ -226,6 +229,12 @@ int cq_req_add_str(cq_req *req, const char *resource, const char *amount) {
   struct cq__res *res = cq__res_find(r->pool, resource);
   bool devices = res != NULL && res->kind == CQ__RES_DEVICES;
   cq__mutex_unlock(&r->pool->lock);
+  if (res == NULL) {
+    /* How to read the amount depends on the resource: name it first. */
+    cq__msgf(r->msg, "request asks unknown resource \"%.*s\"", CQ_NAME_MAX,
+             resource);
+    return CQ_ENOENT;
+  }
 
   int64_t v = 0;
   int rc =

@@ -79,19 +79,19 @@ void cq__res_free(cq_pool *p, struct cq__res *r) {
 
 void cq__res_harvest(struct cq__res *r) {
   uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
-  /* Lock-free grants only ever add to the count field, and only while it is
-   * below the fast limit, so taking away a fixed step cannot underflow. */
+  /* Lock-free attempts add to the count and take back what they added when
+   * they fail, concurrently with this: take a step only while the field
+   * holds it, checked in the same atomic step, so that it never borrows
+   * from the state bits above it. */
   while (cq__w_count(w) >= CQ__W_COUNT_HARVEST) {
-    atomic_fetch_sub_explicit(&r->word, CQ__W_COUNT_HARVEST * CQ__W_COUNT_ONE,
-                              memory_order_relaxed);
-    r->grants_total += CQ__W_COUNT_HARVEST;
-    w = atomic_load_explicit(&r->word, memory_order_relaxed);
+    uint64_t next = w - CQ__W_COUNT_HARVEST * CQ__W_COUNT_ONE;
+    if (atomic_compare_exchange_weak_explicit(&r->word, &w, next,
+                                              memory_order_relaxed,
+                                              memory_order_relaxed)) {
+      r->grants_total += CQ__W_COUNT_HARVEST;
+      w = next;
+    }
   }
-}
-
-uint64_t cq__res_grants(const struct cq__res *r) {
-  return r->grants_total +
-         cq__w_count(atomic_load_explicit(&r->word, memory_order_relaxed));
 }
 
 int cq_resource_remove(cq_pool *pool, const char *name) {
@@ -99,7 +99,10 @@ int cq_resource_remove(cq_pool *pool, const char *name) {
     return CQ_EINVAL;
   cq__mutex_lock(&pool->lock);
   struct cq__res *r = cq__res_find(pool, name);
-  int rc = r == NULL ? CQ_ENOENT : r->n_waiting != 0 ? CQ_EINUSE : 0;
+  /* Held grants that may hold none of its units any more still name it. */
+  int rc = r == NULL                                  ? CQ_ENOENT
+           : r->n_waiting != 0 || r->n_holders != 0 ? CQ_EINUSE
+                                                      : 0;
   if (rc == 0) {
     /* Lock-free acquires may race: mark it removed only while nothing is
      * held, in the same atomic step that they check. */

@@ -99,7 +99,7 @@ void cq__res_snapshot(struct cq__res *r, cq_resource_stats *out) {
     out->online = r->n_online;
   } else {
     out->capacity = cq__res_capacity(r);
-    out->withheld = cq__budget_withheld(r, out->in_use);
+    out->withheld = cq__budget_withheld(r, w);
   }
   out->waiting = r->n_waiting;
   out->timeouts = r->timeouts;

@@ -474,6 +474,18 @@ static inline void st_check_quiescent(struct st_model *m) {
     placed += (long long)ds.grants;
   }
   assert_int_equal(placed, atomic_load(&m->placements));
+  /* No storm removes a resource, so none may answer CQ_ENOENT ("which was
+   * removed"): headroom checks every request against the resources as they
+   * are (without a grant, so without events). The count of lock-free grants
+   * once borrowed into the usage word's state bits and removed a budget for
+   * good. */
+  for (int k = 0; k < ST_NREQS; k++) {
+    int64_t copies;
+    int rc = cq_req_headroom(m->pool, &m->reqs[k].req, &copies);
+    if (rc != 0)
+      fail_msg("request %d: headroom %s: a resource reported as removed", k,
+               cq_err_name(rc));
+  }
 }
 
 /* Everything the pool knows, for a storm that stopped making progress. */

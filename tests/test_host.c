@@ -337,6 +337,93 @@ test_lone_request_waits_for_others_and_is_not_starved(void **state) {
   assert_cq_ok(cq_grant_release(pool, &later.grant));
 }
 
+/*
+ * A lone budget of capacity 0 (declared so, or shrunk to 0 to drain a
+ * machine) grants nothing: a lone request needs the whole capacity and at
+ * least one unit, so every request waits until the capacity comes back,
+ * and then they run one at a time. Once every lone request was granted at
+ * once, each holding nothing.
+ */
+static void test_lone_requests_wait_while_the_capacity_is_zero(void **state) {
+  (void)state;
+  assert_cq_ok(cq_budget_add_ex(pool, "mem", 0, CQ_BUDGET_LONE));
+  cq_req lone, small;
+  cqt_req(&lone, pool, "mem:50");
+  cqt_req(&small, pool, "mem:1");
+  cq_grant t;
+  cq_grant_init(&t);
+  assert_cq_err(cq_grant_try(pool, &t, &lone), CQ_EBUSY);
+  assert_cq_err(cq_grant_try(pool, &t, &small), CQ_EBUSY);
+  int64_t copies = -1;
+  assert_cq_ok(cq_req_headroom(pool, &lone, &copies));
+  assert_int_equal(copies, 0);
+  cqt_slot a, b, c;
+  cqt_slot_init(&a, &rec, "A");
+  cqt_slot_init(&b, &rec, "B");
+  cqt_slot_init(&c, &rec, "C");
+  assert_cq_ok(cq_grant_submit(pool, &a.grant, &lone, CQ_NEVER, cqt_record_cb));
+  assert_cq_ok(cq_grant_submit(pool, &b.grant, &lone, CQ_NEVER, cqt_record_cb));
+  assert_cq_ok(
+      cq_grant_submit(pool, &c.grant, &small, CQ_NEVER, cqt_record_cb));
+  assert_log(&rec, ""); /* nobody holds nothing */
+  /* The capacity comes back: one lone request at a time, then the rest. */
+  assert_cq_ok(cq_budget_set_capacity(pool, "mem", 10));
+  assert_log(&rec, "A");
+  assert_int_equal(cq_grant_held(&a.grant, "mem"), 10);
+  assert_cq_ok(cq_grant_release(pool, &a.grant));
+  assert_log(&rec, "A B");
+  assert_cq_ok(cq_grant_release(pool, &b.grant));
+  assert_log(&rec, "A B C");
+  /* Drained again while C holds: new lone requests wait, C keeps its unit. */
+  assert_cq_ok(cq_budget_set_capacity(pool, "mem", 0));
+  assert_cq_ok(cq_grant_submit(pool, &a.grant, &lone, CQ_NEVER, cqt_record_cb));
+  assert_cq_ok(cq_grant_release(pool, &c.grant));
+  assert_log(&rec, "A B C");
+  assert_int_equal(cqt_waiting(pool), 1);
+  assert_cq_ok(cq_budget_set_capacity(pool, "mem", 4));
+  assert_log(&rec, "A B C A");
+  assert_cq_ok(cq_grant_release(pool, &a.grant));
+}
+
+/*
+ * A lone grant runs alone whatever the capacity does while it holds the
+ * budget: a capacity that grows under it opens nothing, to the lock-free
+ * path (a try of a budget-only request) as to waiters, until it is
+ * released.
+ */
+static void test_a_lone_grant_stays_alone_when_the_capacity_grows(void **state) {
+  (void)state;
+  assert_cq_ok(cq_budget_add_ex(pool, "mem", 2, CQ_BUDGET_LONE));
+  cq_req lone, small;
+  cqt_req(&lone, pool, "mem:5");
+  cqt_req(&small, pool, "mem:1");
+  cq_grant g, t;
+  cq_grant_init(&g);
+  cq_grant_init(&t);
+  assert_cq_ok(cq_grant_try(pool, &g, &lone));
+  assert_int_equal(cq_grant_held(&g, "mem"), 2);
+  assert_cq_ok(cq_budget_set_capacity(pool, "mem", 100));
+  assert_cq_err(cq_grant_try(pool, &t, &small), CQ_EBUSY);
+  assert_cq_err(cq_grant_try(pool, &t, &lone), CQ_EBUSY);
+  int64_t copies = -1;
+  assert_cq_ok(cq_req_headroom(pool, &small, &copies));
+  assert_int_equal(copies, 0);
+  cqt_slot w;
+  cqt_slot_init(&w, &rec, "W");
+  assert_cq_ok(cq_grant_submit(pool, &w.grant, &small, CQ_NEVER, cqt_record_cb));
+  /* Giving units back early does not end it: it still runs alone. */
+  assert_cq_ok(cq_grant_release_part(pool, &g, "mem", 2));
+  assert_int_equal(cq_grant_held(&g, "mem"), 0);
+  assert_cq_err(cq_grant_try(pool, &t, &small), CQ_EBUSY);
+  assert_log(&rec, "");
+  assert_cq_ok(cq_grant_release(pool, &g));
+  assert_log(&rec, "W");
+  assert_cq_ok(cq_grant_try(pool, &t, &small)); /* open again, lock-free */
+  assert_cq_ok(cq_grant_release(pool, &t));
+  assert_cq_ok(cq_grant_release(pool, &w.grant));
+  assert_int_equal(cqt_budget(pool, "mem").in_use, 0);
+}
+
 /* ------------------------------------------------------------------------ */
 /* 3. Room query                                                             */
 /* ------------------------------------------------------------------------ */
@@ -738,6 +825,8 @@ int main(void) {
       T(test_headroom_counts_what_waiters_have_claimed),
       T(test_lone_request_is_admitted_alone_and_holds_everything),
       T(test_lone_request_waits_for_others_and_is_not_starved),
+      T(test_lone_requests_wait_while_the_capacity_is_zero),
+      T(test_a_lone_grant_stays_alone_when_the_capacity_grows),
       T(test_room_query_matches_the_table),
       T(test_room_query_with_a_job_cap_only),
       T(test_room_counts_devices_and_reservations),

@@ -98,15 +98,21 @@ static void test_random_programs_agree_with_the_model(void **state) {
          ", device items %" PRIu64 " (whole %" PRIu64 "), class items %" PRIu64
          ", lone grants %" PRIu64 ", late heads %" PRIu64
          " (after a device grant %" PRIu64 ")"
-         ", capacity changes %" PRIu64 ", devices offline %" PRIu64 "\n",
+         ", capacity changes %" PRIu64 ", devices offline %" PRIu64
+         ", partial releases %" PRIu64 " (leaving nothing %" PRIu64
+         "), destroys refused %" PRIu64 ", lone requests at capacity 0 %" PRIu64
+         "\n",
          t->granted_at_once, t->parked, t->granted_after_wait, t->backfilled,
          t->busy, t->never, t->timed_out, t->cancelled, t->failed_never,
          t->device_items, t->whole_device_items, t->class_items, t->lone_grants,
-         t->late_heads, t->device_late_heads, t->capacity_changes, t->offline);
+         t->late_heads, t->device_late_heads, t->capacity_changes, t->offline,
+         t->partial_releases, t->emptied, t->destroys_refused, t->lone_at_zero);
   if (done >= 100000) {
     assert_true(t->backfilled > 0 && t->granted_after_wait > 0);
     assert_true(t->whole_device_items > 0 && t->failed_never > 0);
     assert_true(t->timed_out > 0 && t->cancelled > 0 && t->lone_grants > 0);
+    assert_true(t->partial_releases > 0 && t->emptied > 0);
+    assert_true(t->destroys_refused > 0 && t->lone_at_zero > 0);
   }
 }
 

@@ -225,6 +225,69 @@ static void test_grant_counts_stay_exact_past_the_lockfree_counter(void **s) {
   assert_cq_ok(cq_pool_destroy(p));
 }
 
+/*
+ * cq_pool_destroy() is refused while any grant is held, whatever it holds:
+ * a grant that gave every unit back early, or one of an empty request, is
+ * still held, and its release reads the pool. Once destroy looked only at
+ * the units in use, and the later release read freed memory.
+ */
+static void test_destroy_is_refused_while_a_grant_holds_nothing(void **state) {
+  (void)state;
+  cq_pool *p;
+  assert_cq_ok(cq_pool_create(&p, NULL));
+  assert_cq_ok(cq_budget_add(p, "db", 4));
+  assert_cq_ok(cq_devices_add(p, "gpu", 2, NULL));
+  cq_req units, frac, whole, empty;
+  cqt_req(&units, p, "db:2");
+  assert_cq_ok(cq_req_init(&frac, p));
+  assert_cq_ok(cq_req_add_fraction(&frac, "gpu", 500));
+  assert_cq_ok(cq_req_init(&whole, p));
+  assert_cq_ok(cq_req_add_devices(&whole, "gpu", 1));
+  assert_cq_ok(cq_req_init(&empty, p));
+  cq_grant g[4];
+  const cq_req *reqs[4] = {&units, &frac, &whole, &empty};
+  for (int i = 0; i < 4; i++) {
+    cq_grant_init(&g[i]);
+    assert_cq_ok(cq_grant_try(p, &g[i], reqs[i])); /* units: lock-free */
+  }
+  uint32_t dev[2];
+  assert_cq_ok(cq_grant_release_part(p, &g[0], "db", 2));
+  assert_int_equal(cq_grant_devices(&g[1], "gpu", dev, 1), 1);
+  assert_cq_ok(cq_grant_release_device(p, &g[1], "gpu", dev[0], 500));
+  assert_int_equal(cq_grant_devices(&g[2], "gpu", dev, 1), 1);
+  assert_cq_ok(
+      cq_grant_release_device(p, &g[2], "gpu", dev[0], CQ_DEVICE_MILLI));
+  assert_int_equal(cqt_budget(p, "db").in_use, 0);
+  assert_int_equal(cqt_budget(p, "gpu").in_use, 0);
+  /* Each grant, released in turn, still keeps the pool. */
+  for (int i = 0; i < 4; i++) {
+    assert_true(cq_grant_is_held(&g[i]));
+    assert_cq_err(cq_pool_destroy(p), CQ_EINUSE);
+    assert_cq_ok(cq_grant_release(p, &g[i]));
+  }
+  assert_cq_ok(cq_pool_destroy(p));
+}
+
+/* The same rule for one resource: a held grant that gave back every unit of
+ * it still names it, and removing it is refused until the grant goes. */
+static void test_remove_is_refused_while_a_grant_names_it(void **state) {
+  (void)state;
+  cq_pool *p;
+  assert_cq_ok(cq_pool_create(&p, NULL));
+  assert_cq_ok(cq_budget_add(p, "db", 4));
+  cq_req r;
+  cqt_req(&r, p, "db:3");
+  cq_grant g;
+  cq_grant_init(&g);
+  assert_cq_ok(cq_grant_try(p, &g, &r));
+  assert_cq_ok(cq_grant_release_part(p, &g, "db", 3));
+  assert_cq_err(cq_resource_remove(p, "db"), CQ_EINUSE);
+  assert_cq_ok(cq_grant_release(p, &g));
+  assert_int_equal(cqt_budget(p, "db").grants, 1);
+  assert_cq_ok(cq_resource_remove(p, "db"));
+  assert_cq_ok(cq_pool_destroy(p));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_grant_counts_stay_exact_past_the_lockfree_counter),
@@ -233,6 +296,8 @@ int main(void) {
       cmocka_unit_test(test_out_of_memory_changes_nothing),
       cmocka_unit_test(test_budget_names_are_validated),
       cmocka_unit_test(test_stats_agree_with_each_other),
+      cmocka_unit_test(test_destroy_is_refused_while_a_grant_holds_nothing),
+      cmocka_unit_test(test_remove_is_refused_while_a_grant_names_it),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -801,6 +801,33 @@ static void test_request_spec_passes_on_each_adds_error(void **s) {
   assert_int_equal(cq_req_count(&r), 0);
 }
 
+/*
+ * How an amount is read depends on the resource it is for (a device
+ * fraction, or units of a budget), so an unknown resource is named first,
+ * whatever the amount looks like: `gpu=0.5` on a pool without `gpu` once
+ * said "not a number".
+ */
+static void test_request_spec_names_an_unknown_resource_whatever_the_amount(
+    void **s) {
+  (void)s;
+  request_pool();
+  cq_req r;
+  req_init(&r);
+  static const char *const amounts[] = {"0.5", "2", "auto", "-1", "0x10"};
+  for (size_t i = 0; i < sizeof(amounts) / sizeof(amounts[0]); i++) {
+    char spec[32], want[128];
+    snprintf(spec, sizeof(spec), "nosuch=%s", amounts[i]);
+    snprintf(want, sizeof(want),
+             "request spec: request asks unknown resource \"nosuch\" (item "
+             "at column 1)");
+    req_refused(&r, spec, CQ_ENOENT, want);
+    assert_cq_err(cq_req_add_str(&r, "nosuch", amounts[i]), CQ_ENOENT);
+    assert_string_equal(cq_req_error(&r),
+                        "request asks unknown resource \"nosuch\"");
+  }
+  assert_int_equal(cq_req_count(&r), 0);
+}
+
 static void test_request_spec_over_the_item_limit_is_refused_whole(void **s) {
   (void)s;
   char spec[512] = "";
@@ -876,6 +903,7 @@ int main(void) {
       T(test_request_spec_syntax_errors_point_at_the_column),
       T(test_request_spec_refuses_a_resource_named_twice),
       T(test_request_spec_passes_on_each_adds_error),
+      T(test_request_spec_names_an_unknown_resource_whatever_the_amount),
       T(test_request_spec_over_the_item_limit_is_refused_whole),
       T(test_request_spec_bad_arguments_are_refused),
   };

@@ -25,12 +25,18 @@
  *   owner flag and a plain counter catch any overlap, the counter also
  *   under ThreadSanitizer (a handoff must order the holders);
  * - a cancel racing the start of an attempt: the reproducer of a race the
- *   storms found, and fixed (see the test).
+ *   storms found, and fixed (see the test);
+ * - the harvest storm: lock-free attempts that take a budget and give it
+ *   back, while the count of lock-free grants is harvested under the lock:
+ *   the count never touches the budget's state, and every grant is counted
+ *   once.
  *
  * The sizes are at CRONOQ_STRESS_SCALE=1 on a native build; see cqt_storm.h
  * for how they shrink on slow builds. Nothing asserts a duration.
  */
 #include "cqt_storm.h"
+
+#include "cq_internal.h" /* CQ__W_COUNT_HARVEST */
 
 static cq_pool *pool;
 
@@ -271,6 +277,9 @@ static void mix_failed(struct mix_worker *w, int k, int rc, const char *how) {
     w->cancelled++;
   else if (rc == CQ_ENEVER && w->m->churn)
     w->never++; /* a capacity shrank below it */
+  else if (rc == CQ_ENOENT)
+    STORM_CHECK(false, "worker %d: %s of request %d: a resource reported as "
+                "removed, which no storm does", w->id, how, k);
   else
     STORM_CHECK(false, "worker %d: %s of request %d: %s", w->id, how, k,
                 cq_err_name(rc));
@@ -1287,6 +1296,119 @@ test_cancel_racing_a_lock_free_attempt_finds_nothing_to_cancel(void **state) {
   assert_int_equal(st.grants, (uint64_t)r.rounds);
 }
 
+/* ------------------------------------------------------------------------ */
+/* 6. The lock-free grant counter across its harvest                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A budget's usage word counts the grants made without the lock in a field
+ * of its own, which the locked path empties into the budget's total once it
+ * reaches the harvest threshold. A lock-free attempt that takes a budget,
+ * then finds the next one full, takes back what it added, its count
+ * included, possibly just after a harvest moved that count away. Once that
+ * undo borrowed from the state bits above the field: the budget turned
+ * "removed" for good and its grant count jumped by millions. Here the three
+ * kinds of traffic meet on one budget: pollers whose tries always take `a`
+ * and give it back (`full` is held), lock-free grants of `a`, and grants of
+ * `a` that take the lock (a hold limit), each of which may harvest. The run
+ * crosses the threshold several times (thousands of times in the build
+ * with a shrunk threshold, CRONOQ_HARVEST_SHIFT).
+ */
+#define HV_POLLERS 4
+#define HV_FAST 1
+#define HV_LOCKED 1
+
+struct hv {
+  cq_req poll, fast, locked;
+  atomic_llong grants; /* of `a`, counted by the threads that got them */
+  atomic_llong polls;
+  long long target;
+  int64_t give_up;
+};
+
+struct hv_thread {
+  struct hv *h;
+  const cq_req *req;
+  bool polls; /* expects CQ_EBUSY every time */
+};
+
+static void *hv_main(void *arg) {
+  struct hv_thread *t = arg;
+  struct hv *h = t->h;
+  cq_grant g;
+  cq_grant_init(&g);
+  while (atomic_load(&h->grants) < h->target && cq_now() < h->give_up &&
+         atomic_load(&storm_failures) == 0) {
+    int rc = cq_grant_try(pool, &g, t->req);
+    if (t->polls) {
+      STORM_CHECK(rc == CQ_EBUSY, "a poll of a full budget: %s (%s)",
+                  cq_err_name(rc), cq_grant_error(&g));
+      atomic_fetch_add(&h->polls, 1);
+      continue;
+    }
+    STORM_CHECK(rc == 0, "a grant of a free budget: %s (%s)", cq_err_name(rc),
+                cq_grant_error(&g));
+    if (rc != 0)
+      break;
+    atomic_fetch_add(&h->grants, 1);
+    rc = cq_grant_release(pool, &g);
+    STORM_CHECK(rc == 0, "release: %s", cq_err_name(rc));
+  }
+  return NULL;
+}
+
+static void
+test_lockfree_counts_survive_undos_across_harvests(void **state) {
+  (void)state;
+  static struct hv h;
+  memset(&h, 0, sizeof(h));
+  assert_cq_ok(cq_budget_add(pool, "a", 1000));
+  assert_cq_ok(cq_budget_add(pool, "full", 1));
+  cq_req full_req;
+  cqt_req(&full_req, pool, "full:1");
+  cq_grant holder;
+  cq_grant_init(&holder);
+  assert_cq_ok(cq_grant_try(pool, &holder, &full_req));
+  cqt_req(&h.poll, pool, "a:1 full:1");
+  cqt_req(&h.fast, pool, "a:1");
+  cqt_req(&h.locked, pool, "a:1");
+  assert_cq_ok(cq_req_set_hold_limit(&h.locked, 60000));
+  /* Enough grants to cross the threshold a few times; a hang guard only. */
+  h.target = (long long)(4 * CQ__W_COUNT_HARVEST) + storm_n(200000, 5000);
+  h.give_up = cq_now() + 20 * storm_seconds() * 1000;
+  enum { N = HV_POLLERS + HV_FAST + HV_LOCKED };
+  struct hv_thread args[N];
+  struct storm_thread threads[N];
+  for (int i = 0; i < N; i++) {
+    args[i].h = &h;
+    args[i].polls = i < HV_POLLERS;
+    args[i].req = i < HV_POLLERS                ? &h.poll
+                  : i < HV_POLLERS + HV_FAST ? &h.fast
+                                                 : &h.locked;
+    storm_thread_start(&threads[i], hv_main, &args[i]);
+  }
+  for (int i = 0; i < N; i++)
+    assert_int_equal(pthread_join(threads[i].id, NULL), 0);
+  long long grants = atomic_load(&h.grants);
+  print_message("harvest storm (%s): %lld grants, %lld polls, harvest every "
+                "%llu\n",
+                storm_build(), grants, atomic_load(&h.polls),
+                (unsigned long long)CQ__W_COUNT_HARVEST);
+  storm_assert_no_failures();
+  assert_true(grants >= (long long)CQ__W_COUNT_HARVEST); /* it crossed */
+  assert_true(atomic_load(&h.polls) > 0);
+  /* Every grant counted once, nothing held, and the budget still there. */
+  cq_resource_stats st = cqt_budget(pool, "a");
+  assert_int_equal(st.grants, (uint64_t)grants);
+  assert_int_equal(st.in_use, 0);
+  assert_int_equal(cqt_budget(pool, "full").grants, 1);
+  cq_grant g;
+  cq_grant_init(&g);
+  assert_cq_ok(cq_grant_try(pool, &g, &h.fast));
+  assert_cq_ok(cq_grant_release(pool, &g));
+  assert_cq_ok(cq_grant_release(pool, &holder));
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 #define TF(f, s) cmocka_unit_test_setup_teardown(f, s, teardown)
@@ -1307,6 +1429,7 @@ int main(void) {
       T(test_handoff_storm_on_one_device_never_overlaps),
       T(test_handoff_storm_on_a_budget_of_one_with_hold_limits_never_overlaps),
       T(test_cancel_racing_a_lock_free_attempt_finds_nothing_to_cancel),
+      T(test_lockfree_counts_survive_undos_across_harvests),
   };
 #undef TF
 #undef T

@@ -260,7 +260,9 @@ CQ_EXPORT int cq_pool_close(cq_pool *pool);
 
 /*
  * Destroy the pool and free everything it owns. Refused with CQ_EINUSE while
- * any grant is held or any request waits: release, cancel or close first.
+ * any grant is held (whatever it holds: a grant that gave every unit back
+ * early, or one of an empty request, is still held until it is released)
+ * or any request waits: release, cancel or close first.
  * Accepts NULL (returns 0). Not thread-safe against other calls on the same
  * pool; must not be called from a grant callback of this pool.
  */
@@ -321,7 +323,12 @@ enum cq_budget_flags {
   /*
    * Lone-request allowance: a request for more than the capacity is not
    * refused; it is granted when nothing else holds the budget, and then
-   * holds all of it. Without the flag such a request fails with CQ_ENEVER.
+   * holds all of it. While such a lone grant is held nothing else is
+   * granted on the budget, whatever the capacity does meanwhile and
+   * whatever it gives back early; at a capacity of 0 a lone request waits
+   * (it needs the whole capacity, and at least one unit), as every request
+   * on the budget then does. Without the flag a request for more than the
+   * capacity fails with CQ_ENEVER.
    */
   CQ_BUDGET_LONE = 1u << 0
 };
@@ -368,7 +375,8 @@ CQ_EXPORT int cq_class_set_max(cq_pool *pool, const char *name,
 
 /*
  * Remove a budget, class or device pool. Refused with CQ_EINUSE while any
- * grant holds it or any request waiting names it. Requests built with it
+ * held grant names it (also one that gave all its units of it back early)
+ * or any request waiting names it. Requests built with it
  * fail with CQ_ENOENT from then on. Thread-safe.
  * Returns 0, CQ_EINVAL, CQ_ENOENT or CQ_EINUSE.
  */
@@ -741,6 +749,8 @@ CQ_EXPORT int cq_grant_release(cq_pool *pool, cq_grant *grant);
 /*
  * Return part of a held grant early: `amount` units of budget `resource`.
  * The grant keeps the rest, and cq_grant_release() later returns only that.
+ * It stays held, also when it comes to hold nothing. A lone grant (see
+ * CQ_BUDGET_LONE) keeps its budget to itself until it is released.
  * Thread-safe; callable from a callback.
  * Returns 0, CQ_ESTATE (not held), CQ_ENOENT (the grant holds no such
  * resource), CQ_ERANGE (amount not in 1..held), CQ_EPOOL or CQ_EINVAL.

@@ -104,7 +104,11 @@ static int find_item(const m_req *req, int res) {
   return -1;
 }
 
+/* Nothing is free while a lone grant holds the budget (README, "lone
+ * requests": it runs alone, whatever the capacity does meanwhile). */
 static int64_t budget_free(const m_res *r) {
+  if (r->lone_held)
+    return 0;
   return r->cap > r->used ? r->cap - r->used : 0;
 }
 
@@ -127,15 +131,23 @@ static int popcount32(uint32_t x) {
   return n;
 }
 
+/* Whether an item is a lone request: larger than its budget, which has
+ * the lone-request allowance. */
+static bool item_lone(const m_model *m, const m_item *it) {
+  const m_res *r = &m->res[it->res];
+  return r->kind == M_BUDGET && r->lone && it->amount > r->cap;
+}
+
 /* What an item needs of its budget or class: a class item needs one
- * worker; a lone request larger than its budget needs exactly the
- * capacity, so it fits only when nothing else holds the budget. */
+ * worker; a lone request needs exactly the capacity, so it fits only when
+ * nothing else holds the budget, and at least one unit, so that at a
+ * capacity of 0 it waits (README, lone requests). */
 static int64_t item_need(const m_model *m, const m_item *it) {
   const m_res *r = &m->res[it->res];
   if (r->kind == M_CLASS)
     return 1;
-  if (r->kind == M_BUDGET && r->lone && it->amount > r->cap)
-    return r->cap;
+  if (item_lone(m, it))
+    return r->cap > 0 ? r->cap : 1;
   return it->amount;
 }
 
@@ -427,7 +439,12 @@ static void grant(m_model *m, int s, uint64_t seq, int ignore, bool backfill) {
     m_res *r = &m->res[it->res];
     m->granted_res |= 1u << it->res;
     m->granted_dev[it->res] |= where[i];
+    r->grants++;
     if (r->kind != M_DEVICES) {
+      if (item_lone(m, it)) {
+        g->lone |= 1u << i;
+        r->lone_held = true;
+      }
       g->held[i] = item_need(m, it);
       r->used += g->held[i];
       continue;
@@ -456,6 +473,8 @@ static void ungrant(m_model *m, int s) {
     m_res *r = &m->res[g->req.items[i].res];
     if (r->kind != M_DEVICES) {
       r->used -= g->held[i];
+      if (g->lone & (1u << i))
+        r->lone_held = false;
       continue;
     }
     for (int d = 0; d < r->ndev; d++) {
@@ -502,6 +521,8 @@ static bool head_fits_at(const m_model *m, int h, int64_t t, int64_t base,
       if (k < 0)
         continue;
       r.used -= g->held[k];
+      if (g->lone & (1u << k))
+        r.lone_held = false;
       for (int d = 0; d < r.ndev; d++)
         if (g->dev_held[k][d] > 0) {
           r.dev_used[d] -= g->dev_held[k][d];
@@ -515,6 +536,8 @@ static bool head_fits_at(const m_model *m, int h, int64_t t, int64_t base,
         const m_item *eit = &er->items[k];
         if (r.kind != M_DEVICES)
           r.used += item_need(m, eit);
+        if (item_lone(m, eit))
+          r.lone_held = true;
         for (int d = 0; d < r.ndev; d++)
           if (extra_where[k] & (1u << d)) {
             r.dev_used[d] += eit->whole ? M_MILLI : eit->amount;
@@ -856,6 +879,59 @@ int m_release(m_model *m, int s) {
   memset(&m->slot[s], 0, sizeof(m->slot[s]));
   if (gives_back || m->pending)
     sweep(m);
+  return 0;
+}
+
+/* Part of a grant comes back early: what it gives back is free at once,
+ * and the head's S is computed again when next needed (the library counted
+ * the holder whole in it). */
+static void gave_back_part(m_model *m, int s) {
+  m->slot[s].partial = true;
+  m->shadow.stale = true;
+  sweep(m);
+}
+
+int m_release_part(m_model *m, int s, int res, int64_t amount) {
+  m_slot *g = &m->slot[s];
+  if (g->state != M_HELD)
+    return CQ_ESTATE;
+  int i = m->res[res].live ? find_item(&g->req, res) : -1;
+  if (i < 0)
+    return CQ_ENOENT;
+  if (m->res[res].kind == M_DEVICES)
+    return CQ_EINVAL; /* devices: cq_grant_release_device() */
+  if (amount <= 0 || amount > g->held[i])
+    return CQ_ERANGE;
+  g->held[i] -= amount;
+  m->res[res].used -= amount;
+  gave_back_part(m, s);
+  return 0;
+}
+
+int m_release_device(m_model *m, int s, int res, int dev, int64_t milli) {
+  m_slot *g = &m->slot[s];
+  if (g->state != M_HELD)
+    return CQ_ESTATE;
+  m_res *r = &m->res[res];
+  int i = r->live && r->kind == M_DEVICES ? find_item(&g->req, res) : -1;
+  if (i < 0 || dev < 0 || dev >= r->ndev || g->dev_held[i][dev] == 0)
+    return CQ_ENOENT;
+  if (g->req.items[i].whole ? milli != M_MILLI
+                            : milli <= 0 || milli > g->dev_held[i][dev])
+    return CQ_ERANGE;
+  g->dev_held[i][dev] -= milli;
+  g->held[i] -= milli;
+  r->dev_used[dev] -= milli;
+  if (g->req.items[i].whole)
+    r->dev_whole[dev] = false;
+  gave_back_part(m, s);
+  return 0;
+}
+
+int m_destroy_rc(const m_model *m) {
+  for (int s = 0; s < M_SLOT_MAX; s++)
+    if (m->slot[s].state != M_IDLE)
+      return CQ_EINUSE;
   return 0;
 }
 

@@ -41,6 +41,8 @@ typedef struct m_res {
   bool lone;   /* budgets: the lone-request allowance */
   int64_t cap; /* budgets: units; classes: max workers */
   int64_t used;
+  bool lone_held;  /* budgets: a lone grant holds it, so nothing else fits */
+  uint64_t grants; /* grants that named it, ever */
   uint64_t added; /* order of addition, for the resource order */
   int ndev;
   int64_t dev_used[M_DEV_MAX]; /* thousandths held on each device */
@@ -77,6 +79,8 @@ typedef struct m_slot {
   int64_t dev_held[M_ITEMS_MAX][M_DEV_MAX];
   int64_t end;     /* grant time + limit; M_INF without a limit */
   bool backfilled; /* granted by backfill */
+  uint32_t lone;   /* held: the items granted as lone requests (a bit each) */
+  bool partial;    /* held: gave part of its units back early */
 } m_slot;
 
 /* A callback the operation ran: which slot, with which status. */
@@ -147,6 +151,13 @@ int m_try(m_model *m, int s, const m_req *req);
 int m_submit(m_model *m, int s, const m_req *req, int64_t deadline);
 int m_cancel(m_model *m, int s);
 int m_release(m_model *m, int s);
+/* cq_grant_release_part() of `amount` units of budget or class res. */
+int m_release_part(m_model *m, int s, int res, int64_t amount);
+/* cq_grant_release_device() of `milli` on device `dev` of pool res. */
+int m_release_device(m_model *m, int s, int res, int dev, int64_t milli);
+/* What cq_pool_destroy() returns now: CQ_EINUSE while a grant is held or
+ * a request waits, else 0. */
+int m_destroy_rc(const m_model *m);
 
 int m_set_capacity(m_model *m, int res, int64_t cap);
 int m_set_online(m_model *m, int res, int dev, bool online);

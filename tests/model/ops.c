@@ -204,6 +204,7 @@ static bool build_req(run *r, const mo_op *op, cq_req *lreq, m_req *mreq) {
         it.amount = lit > 0 ? lit : 1;
       rc = cq_req_add(lreq, r->names[i], it.amount);
       tr(r, " %s:%" PRId64, r->names[i], it.amount);
+      mo_total.lone_at_zero += res->lone && res->cap == 0;
     } else if (res->kind == M_CLASS) {
       if (has_class)
         continue;
@@ -290,6 +291,8 @@ static void compare_outs(run *r) {
 /* No partial grants: a held slot holds exactly its request. */
 static void check_whole_grant(run *r, int s) {
   const m_slot *g = &r->m.slot[s];
+  if (g->partial)
+    return; /* it gave part back early; compare() checks what it holds */
   for (int i = 0; i < g->req.n; i++) {
     const m_item *it = &g->req.items[i];
     const m_res *res = &r->m.res[it->res];
@@ -309,6 +312,7 @@ static void check_whole_grant(run *r, int s) {
     }
     if (res->kind == M_BUDGET && res->lone && it->amount > g->held[i])
       want = g->held[i]; /* a lone request holds the capacity of its grant */
+
     if (held != want)
       fail(r, MO_FAIL_PARTIAL,
            "partial grant: s%d holds %" PRId64 " of %s, asked %" PRId64, s,
@@ -430,6 +434,10 @@ static void compare(run *r, uint32_t granted_now) {
     }
     for (int s = 0; s < M_SLOT_MAX; s++)
       sum += lib_held(r, s, i);
+    if (st.grants != res->grants)
+      fail(r, MO_FAIL_RESOURCE,
+           "%s: library counts %" PRIu64 " grants, the model %" PRIu64,
+           r->names[i], st.grants, res->grants);
     if (st.capacity != cap || st.in_use != used ||
         st.waiting != m_waiting_on(m, i))
       fail(r, MO_FAIL_RESOURCE,
@@ -670,6 +678,86 @@ static void op_advance(run *r, const mo_op *op) {
   do_expire(r, target);
 }
 
+/*
+ * Give part of a grant back early: `amount` units of a budget or class
+ * (all it holds one time in four, so grants come to hold nothing), or on
+ * a device pool one device it holds: all of a fraction or of a whole
+ * device, or half a fraction. Arguments that name nothing it holds are
+ * passed on as they are, so the refusals are compared too.
+ */
+static void op_release_part(run *r, const mo_op *op) {
+  m_model *m = &r->m;
+  int s = op->b[1] % M_SLOT_MAX;
+  int i = pick_res(r, op->b[2]);
+  /* Mostly a held slot and a resource it names, so that grants come to
+   * hold nothing often; one time in eight as the bytes say. */
+  int held_slots[M_SLOT_MAX], nheld = 0;
+  for (int k = 0; k < M_SLOT_MAX; k++)
+    if (m->slot[k].state == M_HELD && m->slot[k].req.n > 0)
+      held_slots[nheld++] = k;
+  if (!LIT(op) && op->b[1] % 8 != 0 && nheld > 0) {
+    s = held_slots[op->b[1] % nheld];
+    const m_req *q = &m->slot[s].req;
+    i = q->items[op->b[2] % q->n].res;
+  }
+  if (i < 0 || !m->res[i].live)
+    return;
+  int64_t held = m_slot_held(m, s, i);
+  int lrc, mrc;
+  if (m->res[i].kind != M_DEVICES) {
+    int64_t amount = op->b[3] % 4 == 0 ? held : op->b[3] % 4;
+    if (LIT(op))
+      amount = op->b[3];
+    tr(r, "release part s%d %s:%" PRId64, s, r->names[i], amount);
+    lrc = cq_grant_release_part(r->pool, &r->ls[s].grant, r->names[i], amount);
+    mrc = m_release_part(m, s, i, amount);
+  } else {
+    uint32_t devs = m_slot_devices(m, s, i);
+    int dev = 0, k = 0;
+    for (int d = 0; d < M_DEV_MAX; d++)
+      if (devs & (1u << d) && k++ <= (op->b[3] >> 2) % 2)
+        dev = d;
+    int64_t on = 0;
+    for (int d = 0; d < M_DEV_MAX; d++)
+      if (devs & (1u << d))
+        on = held / (k > 0 ? k : 1);
+    int64_t milli = op->b[3] % 2 == 0 || on < 2 ? on : on / 2;
+    if (LIT(op)) {
+      dev = op->b[3] % M_DEV_MAX;
+      milli = op->b[4] * 10;
+    }
+    tr(r, "release device s%d %s/%d %" PRId64 "m", s, r->names[i], dev, milli);
+    lrc = cq_grant_release_device(r->pool, &r->ls[s].grant, r->names[i],
+                                  (uint32_t)dev, milli);
+    mrc = m_release_device(m, s, i, dev, milli);
+  }
+  expect_rc(r, "release part", lrc, mrc);
+  if (mrc != 0)
+    return;
+  mo_total.partial_releases++;
+  int64_t left = 0;
+  for (int k = 0; k < m->nres; k++)
+    left += m_slot_held(m, s, k);
+  mo_total.emptied += left == 0;
+}
+
+/* Destroying a pool that something still holds or waits on is refused.
+ * When nothing does it would succeed, and the run would lose its pool, so
+ * the interpreter does not try. */
+static void op_destroy(run *r) {
+  int mrc = m_destroy_rc(&r->m);
+  tr(r, "destroy");
+  if (mrc == 0) {
+    tr(r, " (skipped: nothing is held or waits)");
+    return;
+  }
+  int lrc = cq_pool_destroy(r->pool);
+  if (lrc == 0)
+    r->pool = NULL; /* destroyed under its holders: nothing more can run */
+  expect_rc(r, "cq_pool_destroy", lrc, mrc);
+  mo_total.destroys_refused += lrc == CQ_EINUSE;
+}
+
 static void step(run *r, const mo_op *op) {
   m_model *m = &r->m;
   int code = (op->b[0] & 0x7f) % MO_NCODES;
@@ -677,8 +765,6 @@ static void step(run *r, const mo_op *op) {
   case MO_ADD_BUDGET: {
     int64_t cap = LIT(op) ? op->b[1] : op->b[1] % 10;
     bool lone = op->b[2] & 1;
-    if (lone && cap == 0)
-      cap = 1; /* see the note on lone budgets in op MO_SET_CAP */
     int i = m_add_budget(m, cap, lone);
     if (i < 0)
       return;
@@ -748,10 +834,6 @@ static void step(run *r, const mo_op *op) {
     if (i < 0 || m->res[i].kind == M_DEVICES)
       return;
     int64_t cap = LIT(op) ? op->b[2] : op->b[2] % 10;
-    /* A lone budget keeps a capacity of 1 or more: the README does not say
-     * what a lone request larger than a capacity of 0 holds. */
-    if (m->res[i].lone && cap == 0)
-      cap = 1;
     tr(r, "set %s %s to %" PRId64, kind_name(m->res[i].kind), r->names[i], cap);
     int lrc = m->res[i].kind == M_CLASS
                   ? cq_class_set_max(r->pool, r->names[i], cap)
@@ -770,6 +852,12 @@ static void step(run *r, const mo_op *op) {
     expect_rc(r, "cq_device_set_online", lrc, m_set_online(m, i, d, on));
     return;
   }
+  case MO_RELEASE_PART:
+    op_release_part(r, op);
+    return;
+  case MO_DESTROY:
+    op_destroy(r);
+    return;
   default:
     return;
   }
@@ -860,6 +948,8 @@ int mo_run(uint8_t flags, const mo_op *ops, size_t n, FILE *trace,
   mo_total.backfilled += r.m.backfilled;
   mo_total.late_heads += r.m.late_heads;
   mo_total.device_late_heads += r.m.device_late_heads;
+  if (r.pool == NULL)
+    return 1; /* destroyed under its holders (op_destroy) */
   drain(&r);
   if (cq_pool_destroy(r.pool) != 0 && !r.failed) {
     r.failed = true;
@@ -902,11 +992,12 @@ void mo_generate(uint64_t seed, uint8_t *flags, mo_op *ops, size_t n) {
   uint64_t x = seed;
   *flags = (uint8_t)(splitmix(&x) & 7);
   /* Weights per code, in enum order. */
-  static const int weight[MO_NCODES] = {2, 1, 2, 1, 10, 30, 5, 10, 8, 4, 4, 2};
+  static const int weight[MO_NCODES] = {2, 1, 2, 1, 10, 30, 5,
+                                        10, 8, 4, 4, 2, 4, 1};
   /* One program in four is about backfill: a budget and a device pool that
    * stay, so that what the head withholds is what most requests lack. */
-  static const int weight_bf[MO_NCODES] = {0, 0,  0, 0, 10, 30,
-                                           4, 10, 8, 3, 3,  2};
+  static const int weight_bf[MO_NCODES] = {0,  0, 0, 0, 10, 30, 4,
+                                           10, 8, 3, 3, 2, 3,  1};
   bool bf = splitmix(&x) % 4 == 0;
   const int *w = bf ? weight_bf : weight;
   if (bf)

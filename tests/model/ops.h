@@ -46,6 +46,11 @@ enum mo_code {
   MO_SET_CAP,        /* b1: budget or class; b2: capacity % 10 */
   MO_ONLINE,         /* b1: device pool; b2: device; b3 & 1: online */
   MO_ACQUIRE_NOW,    /* as MO_TRY, blocking with a deadline already past */
+  MO_RELEASE_PART,   /* b1: slot; b2: resource; b3: amount (budgets: units,
+                        all held when b3 % 4 == 0; devices: which device it
+                        holds, and all of it or part of a fraction) */
+  MO_DESTROY,        /* cq_pool_destroy() while something is held or waits:
+                        refused (skipped when nothing is) */
   MO_NCODES
 };
 
@@ -60,6 +65,10 @@ typedef struct mo_totals {
   uint64_t busy, never, timed_out, cancelled, failed_never;
   uint64_t device_items, whole_device_items, class_items, lone_grants;
   uint64_t late_heads, device_late_heads, capacity_changes, offline;
+  uint64_t partial_releases; /* part of a grant given back early */
+  uint64_t emptied;          /* ... after which it held nothing at all */
+  uint64_t destroys_refused; /* cq_pool_destroy() refused, something held */
+  uint64_t lone_at_zero;     /* lone requests made at a capacity of 0 */
 } mo_totals;
 
 extern mo_totals mo_total;
