@@ -1,0 +1,122 @@
+//! Links libcronoq and prepares the layout check.
+//!
+//! Where the library comes from, first match wins:
+//! 1. `CRONOQ_LIB_DIR`: a directory with `libcronoq.a` (linked statically)
+//!    or `libcronoq.so`. The CMake build sets it for its test.
+//! 2. `pkg-config --libs cronoq`: the installed library.
+//! 3. The repository's `build/` directory (after `scripts/test.sh`).
+//!
+//! The layout check: with the header at hand (`CRONOQ_INCLUDE_DIR`, the
+//! repository's `include/`, or pkg-config's includedir), `layout.c` is
+//! compiled with `$CC` (default `cc`) and run; its table of C sizes and
+//! offsets becomes `$OUT_DIR/layout.rs` for `tests/layout.rs`.
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=CRONOQ_LIB_DIR");
+    println!("cargo:rerun-if-env-changed=CRONOQ_INCLUDE_DIR");
+    println!("cargo:rerun-if-env-changed=CC");
+    println!("cargo:rerun-if-changed=layout.c");
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let repo = manifest.join("../../..");
+    link(&repo);
+    layout(&repo);
+}
+
+fn link_static(dir: &Path) {
+    println!("cargo:rustc-link-search=native={}", dir.display());
+    println!("cargo:rustc-link-lib=static=cronoq");
+    println!("cargo:rustc-link-lib=pthread");
+    println!("cargo:rerun-if-changed={}", dir.join("libcronoq.a").display());
+}
+
+fn link_shared(dir: &Path) {
+    println!("cargo:rustc-link-search=native={}", dir.display());
+    println!("cargo:rustc-link-lib=dylib=cronoq");
+    println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
+    println!("cargo:rerun-if-changed={}", dir.join("libcronoq.so").display());
+}
+
+fn pkg_config(args: &[&str]) -> Option<String> {
+    let out = Command::new("pkg-config").args(args).arg("cronoq").output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8(out.stdout).ok()
+}
+
+fn link(repo: &Path) {
+    if let Some(dir) = env::var_os("CRONOQ_LIB_DIR") {
+        let dir = PathBuf::from(dir);
+        if dir.join("libcronoq.a").exists() {
+            return link_static(&dir);
+        }
+        if dir.join("libcronoq.so").exists() {
+            return link_shared(&dir);
+        }
+        panic!("CRONOQ_LIB_DIR={} holds neither libcronoq.a nor libcronoq.so", dir.display());
+    }
+    if let Some(libs) = pkg_config(&["--libs"]) {
+        for arg in libs.split_whitespace() {
+            if let Some(dir) = arg.strip_prefix("-L") {
+                println!("cargo:rustc-link-search=native={}", dir);
+                println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir);
+            } else if let Some(lib) = arg.strip_prefix("-l") {
+                println!("cargo:rustc-link-lib={}", lib);
+            }
+        }
+        return;
+    }
+    let build = repo.join("build");
+    if build.join("libcronoq.a").exists() {
+        return link_static(&build);
+    }
+    panic!(
+        "libcronoq not found: set CRONOQ_LIB_DIR to the directory of libcronoq.a, \
+         install the library (pkg-config cronoq), or build it in the repository's build/ \
+         (scripts/test.sh)"
+    );
+}
+
+fn include_dir(repo: &Path) -> Option<PathBuf> {
+    if let Some(dir) = env::var_os("CRONOQ_INCLUDE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    let inc = repo.join("include");
+    if inc.join("cronoq/cronoq.h").exists() {
+        return Some(inc);
+    }
+    pkg_config(&["--variable=includedir"]).map(|s| PathBuf::from(s.trim()))
+}
+
+fn layout(repo: &Path) {
+    let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
+    let table = out.join("layout.rs");
+    let inc = match include_dir(repo) {
+        Some(inc) if inc.join("cronoq/cronoq.h").exists() => inc,
+        _ => {
+            println!("cargo:warning=cronoq.h not found: the struct layout check is skipped");
+            fs::write(&table, "pub const C_LAYOUT: &[(&str, usize)] = &[];\n")
+                .expect("write layout.rs");
+            return;
+        }
+    };
+    println!("cargo:rerun-if-changed={}", inc.join("cronoq/cronoq.h").display());
+    let cc = env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let exe = out.join("cronoq-layout");
+    let status = Command::new(&cc)
+        .args(["-std=c11", "-I"])
+        .arg(&inc)
+        .arg("layout.c")
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {} for the layout check: {}", cc, e));
+    assert!(status.success(), "{} could not compile layout.c", cc);
+    let run = Command::new(&exe).output().expect("run the layout program");
+    assert!(run.status.success(), "the layout program failed");
+    fs::write(&table, run.stdout).expect("write layout.rs");
+}
