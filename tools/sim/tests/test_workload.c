@@ -1,22 +1,12 @@
 /*
- * Workloads for the simulator (bench/workload.c): the synthetic workload
- * against the production trace's profile (shared/traces/README.md), the
- * trace reader on small files written here and on the production trace
- * when it is present, replay, Poisson arrivals, and job classes.
+ * Workloads for the simulator (tools/sim/workload.c): the synthetic
+ * workload against the production trace's profile (its README, beside the
+ * trace), the trace reader on small files written here, replay, Poisson
+ * arrivals, and job classes. The production trace itself
+ * is read by test_trace.c.
  */
-/* cmocka alone, not cq_test.h: nothing here touches a pool, and this way
- * the suite needs only workload.c, not the library. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "sim_test.h"
 
-#include <cmocka.h>
-
-#include "sim.h"
-
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,16 +14,6 @@
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                    */
 /* ------------------------------------------------------------------------ */
-
-#define assert_within(actual, expected, tolerance, what)                       \
-  do {                                                                         \
-    double a_ = (actual), e_ = (expected), t_ = (tolerance);                   \
-    if (!(fabs(a_ - e_) <= t_))                                                \
-      fail_msg("%s: %g, expected %g within %g", what, a_, e_, t_);             \
-  } while (0)
-
-#define assert_within_rel(actual, expected, rel, what)                         \
-  assert_within(actual, expected, fabs((double)(expected)) * (rel), what)
 
 static int jobs_equal(const struct sim_job *a, const struct sim_job *b) {
   return a->arrival_ms == b->arrival_ms && a->duration_ms == b->duration_ms &&
@@ -162,16 +142,6 @@ static void write_temp(char *path, size_t size, const char *text) {
   assert_non_null(f);
   assert_true(fputs(text, f) >= 0);
   assert_int_equal(fclose(f), 0);
-}
-
-/* What was written to `errors`; closes it. */
-static const char *captured(FILE *errors) {
-  static char text[16384];
-  rewind(errors);
-  size_t n = fread(text, 1, sizeof(text) - 1, errors);
-  text[n] = '\0';
-  fclose(errors);
-  return text;
 }
 
 static size_t count_lines(const char *text) {
@@ -669,20 +639,6 @@ static void test_synthetic_run_time_percentiles_match_the_trace(void **state) {
 /* The trace reader                                                           */
 /* ------------------------------------------------------------------------ */
 
-static void assert_job(const struct sim_job *j, int64_t arrival_ms,
-                       int64_t duration_ms, int64_t cpu_milli,
-                       int64_t memory_mib, uint8_t gpu, int64_t gpu_amount,
-                       uint8_t cls) {
-  assert_int_equal(j->arrival_ms, arrival_ms);
-  assert_int_equal(j->duration_ms, duration_ms);
-  assert_int_equal(j->cpu_milli, cpu_milli);
-  assert_int_equal(j->memory_mib, memory_mib);
-  assert_int_equal(j->gpu, gpu);
-  assert_int_equal(j->gpu_amount, gpu_amount);
-  assert_int_equal(j->cls, cls);
-  assert_int_equal(j->limit_ms, 0);
-}
-
 static void
 test_trace_reader_reads_each_kind_of_pod_with_crlf_and_no_final_newline(
     void **state) {
@@ -827,68 +783,6 @@ test_trace_with_a_wrong_header_is_an_error_reported_on_line_1(void **state) {
     assert_int_equal(w.n, 0);
     assert_null(w.jobs);
   }
-}
-
-/* The production trace: $CRONOQ_TRACE (ctest sets it when the shared copy
- * is next to the source tree), or that copy seen from the source tree.
- * NULL if none is there. */
-static const char *production_trace(void) {
-  const char *env = getenv("CRONOQ_TRACE");
-  if (env != NULL && *env != '\0')
-    return env; /* named explicitly: it must be there */
-  static const char *const candidates[] = {
-      "../shared/traces/openb_pod_list_default.csv",
-  };
-  for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
-    FILE *f = fopen(candidates[i], "r");
-    if (f != NULL) {
-      fclose(f);
-      return candidates[i];
-    }
-  }
-  return NULL;
-}
-
-static void test_production_trace_reads_7255_jobs_and_skips_897_that_never_ran(
-    void **state) {
-  (void)state;
-  const char *path = production_trace();
-  if (path == NULL) {
-    print_message("no production trace (set CRONOQ_TRACE): not checked\n");
-    return;
-  }
-  struct workload w = {0};
-  FILE *errors = tmpfile();
-  assert_non_null(errors);
-  int rc = wl_read_trace(&w, path, errors);
-  const char *text = captured(errors);
-  if (rc != 0)
-    fail_msg("reading %s: %s", path, text);
-  assert_string_equal(text, "");
-  assert_int_equal(w.n, 8152 - 897);
-  assert_int_equal(w.never_ran, 897);
-  assert_int_equal(w.malformed, 0);
-
-  size_t per_class[SIM_CLASSES] = {0};
-  double gpu_seconds = 0;
-  for (size_t i = 0; i < w.n; i++) {
-    if (i > 0)
-      assert_true(w.jobs[i - 1].arrival_ms <= w.jobs[i].arrival_ms);
-    per_class[w.jobs[i].cls]++;
-    gpu_seconds +=
-        wl_gpu_demand(&w.jobs[i]) * (double)w.jobs[i].duration_ms / 1000.0;
-  }
-  /* Figures computed from the file independently (python3). */
-  assert_int_equal(per_class[SIM_CPU_ONLY], 1052);
-  assert_int_equal(per_class[SIM_FRACTIONAL], 2573);
-  assert_int_equal(per_class[SIM_WHOLE], 3556);
-  assert_int_equal(per_class[SIM_MULTI], 74);
-  assert_within_rel(gpu_seconds, 185294426.97, 1e-9, "GPU-seconds");
-  /* openb-pod-0000: one whole GPU from time 0, running 12,537,496 s. */
-  assert_job(&w.jobs[0], 0, INT64_C(12537496000), 12000, 16384, SIM_GPU_WHOLE,
-             1, SIM_WHOLE);
-  assert_int_equal(w.jobs[w.n - 1].arrival_ms, INT64_C(12901761000));
-  wl_free(&w);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1064,8 +958,6 @@ int main(void) {
       cmocka_unit_test(test_missing_trace_file_is_an_error_reported_on_errors),
       cmocka_unit_test(
           test_trace_with_a_wrong_header_is_an_error_reported_on_line_1),
-      cmocka_unit_test(
-          test_production_trace_reads_7255_jobs_and_skips_897_that_never_ran),
       cmocka_unit_test(test_replay_repeats_the_jobs_after_the_last_arrival),
       cmocka_unit_test(
           test_poisson_arrivals_keep_the_jobs_order_and_start_at_zero),

@@ -1,12 +1,12 @@
 /*
- * The workload simulator: jobs, workloads (synthetic or from the production
- * trace), the pools they run on, the policies compared, and the figures
- * measured. sim.c runs a workload through a policy on a virtual clock;
- * workload.c builds workloads; policies.c holds the reference schedulers
- * that libcronoq is compared with.
+ * The workload simulator (tools/sim): jobs, workloads (synthetic or from
+ * the production trace), the pools they run on, the policies compared, and
+ * the figures measured. sim.c runs a workload through a policy on a virtual
+ * clock; workload.c builds workloads; policies.c holds the reference
+ * schedulers that libcronoq is compared with.
  */
-#ifndef CRONOQ_BENCH_SIM_H
-#define CRONOQ_BENCH_SIM_H
+#ifndef CRONOQ_SIM_SIM_H
+#define CRONOQ_SIM_SIM_H
 
 #include <cronoq/cronoq.h>
 
@@ -181,4 +181,4 @@ int sim_run(const struct workload *w, const struct pool_shape *shape,
 double sim_lower_bound(const struct workload *w,
                        const struct pool_shape *shape);
 
-#endif /* CRONOQ_BENCH_SIM_H */
+#endif /* CRONOQ_SIM_SIM_H */

@@ -1,10 +1,10 @@
 /*
  * What the simulator and its policies share: the state of one run (struct
  * sim), each job's state in it (struct sjob), and the operations every
- * policy provides. Internal to the bench.
+ * policy provides. Internal to the simulator.
  */
-#ifndef CRONOQ_BENCH_POLICIES_H
-#define CRONOQ_BENCH_POLICIES_H
+#ifndef CRONOQ_SIM_POLICIES_H
+#define CRONOQ_SIM_POLICIES_H
 
 #include "sim.h"
 
@@ -73,4 +73,4 @@ const struct sim_policy_ops *sim_policy_ops(int policy);
 void sim_started(struct sim *s, struct sjob *j);
 void sim_rejected(struct sim *s, struct sjob *j);
 
-#endif /* CRONOQ_BENCH_POLICIES_H */
+#endif /* CRONOQ_SIM_POLICIES_H */

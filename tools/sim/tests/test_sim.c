@@ -1,5 +1,6 @@
 /*
- * The simulator and its reference schedulers (bench/sim.c, policies.c).
+ * The simulator and its reference schedulers (tools/sim/sim.c,
+ * policies.c).
  *
  * The hand-worked example: a pool of 2 GPUs, 4 vCPUs and 1 GiB, and six
  * jobs, each with 1 vCPU and 100 MiB:
@@ -37,16 +38,10 @@
  *   J5 waits for worker 1's GPU: 11-12.
  */
 #include "policies.h"
-#include "sim.h"
+#include "sim_test.h"
 
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <cmocka.h>
 
 static const struct pool_shape TINY = {"tiny", 2, 4000, 1024};
 
