@@ -5,6 +5,7 @@
 
 #include <cronoq/cronoq.h>
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -19,7 +20,8 @@
 #define CRONOQ_BUILD_TYPE "unknown"
 #endif
 
-struct cqb_opts cqb_opts = {CQB_DEFAULT, 5, NULL, NULL, 0};
+struct cqb_opts cqb_opts = {CQB_DEFAULT,    0,      NULL, NULL, 0,
+                            "cronoq-bench", "bench"};
 
 struct figure {
   char group[32];
@@ -134,11 +136,105 @@ void cqb_note(const char *fmt, ...) {
 void cqb_fail(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "\ncronoq-bench: ");
+  fprintf(stderr, "\n%s: ", cqb_opts.program);
   vfprintf(stderr, fmt, ap);
   fprintf(stderr, "\n");
   va_end(ap);
   exit(2);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                   */
+/* ------------------------------------------------------------------------ */
+
+double cqb_number_arg(const char *opt, const char *text, double lo, double hi) {
+  char *end;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !(v >= lo && v <= hi)) {
+    fprintf(stderr, "%s: %s takes a number in [%g, %g], not '%s'\n",
+            cqb_opts.program, opt, lo, hi, text);
+    exit(2);
+  }
+  return v;
+}
+
+/* The common options: how many arguments argv[i] uses, 0 if none. */
+static int parse_option(int argc, char **argv, int i) {
+  const char *a = argv[i];
+  const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+  if (strcmp(a, "--quick") == 0) {
+    cqb_opts.size = CQB_QUICK;
+  } else if (strcmp(a, "--full") == 0) {
+    cqb_opts.size = CQB_FULL;
+  } else if (strcmp(a, "--no-progress") == 0) {
+    cqb_opts.progress = 0;
+  } else if (strcmp(a, "--reps") == 0 && v != NULL) {
+    cqb_opts.reps = atoi(v);
+    if (cqb_opts.reps < 1 || cqb_opts.reps > 64) {
+      fprintf(stderr, "%s: --reps takes 1..64\n", cqb_opts.program);
+      exit(2);
+    }
+    return 2;
+  } else if (strcmp(a, "--csv") == 0 && v != NULL) {
+    cqb_opts.csv = v;
+    return 2;
+  } else if (strcmp(a, "--json") == 0 && v != NULL) {
+    cqb_opts.json = v;
+    return 2;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+const char *cqb_parse_args(int argc, char **argv, const char *const *commands,
+                           int (*more)(int argc, char **argv, int i),
+                           void (*usage)(FILE *f)) {
+  const char *cmd = commands[0];
+  cqb_opts.progress = isatty(STDERR_FILENO);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *const *c = commands;
+    while (*c != NULL && strcmp(a, *c) != 0)
+      c++;
+    int used;
+    if (*c != NULL) {
+      cmd = *c;
+    } else if ((used = parse_option(argc, argv, i)) > 0 ||
+               (used = more(argc, argv, i)) > 0) {
+      i += used - 1;
+    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      usage(stdout);
+      exit(0);
+    } else {
+      fprintf(stderr, "%s: unknown argument '%s'\n\n", cqb_opts.program, a);
+      usage(stderr);
+      exit(2);
+    }
+  }
+  if (cqb_opts.reps == 0)
+    cqb_opts.reps = cqb_opts.size == CQB_QUICK ? 3 : 5;
+  return cmd;
+}
+
+void cqb_options_usage(FILE *f) {
+  fprintf(f, "  --quick        small sizes (seconds; used in CI)\n"
+             "  --full         large sizes (minutes)\n"
+             "  --reps N       repetitions per figure (default 5; quick 3)\n"
+             "  --csv FILE     also write the figures as CSV\n"
+             "  --json FILE    also write the figures as JSON\n"
+             "  --no-progress  no progress bar on stderr\n"
+             "  -h, --help     this text\n");
+}
+
+static void *nothing(void *arg) { return arg; }
+
+void cqb_become_multithreaded(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, nothing, NULL) != 0 ||
+      pthread_join(t, NULL) != 0)
+    cqb_fail("cannot start a thread");
 }
 
 /* Pin the calling thread to one CPU (modulo the CPUs there are), so that
@@ -229,9 +325,9 @@ static const char *size_name(void) {
 void cqb_print_header(void) {
   char cpu[128];
   cpu_model(cpu, sizeof(cpu));
-  printf("libcronoq %s bench: %s run, %d repetitions per figure "
+  printf("libcronoq %s %s: %s run, %d repetitions per figure "
          "(median [min..max])\n",
-         cq_version_string(), size_name(), cqb_opts.reps);
+         cq_version_string(), cqb_opts.title, size_name(), cqb_opts.reps);
   printf("machine: %s, %ld cores; build type: %s\n\n", cpu,
          sysconf(_SC_NPROCESSORS_ONLN), CRONOQ_BUILD_TYPE);
 }

@@ -1,6 +1,8 @@
 /*
  * The bench harness: timing, repetitions, the results table and its CSV and
- * JSON forms, the machine description and the progress bar.
+ * JSON forms, the machine description, the progress bar and the options
+ * every bench program takes. cronoq-bench (main.c) and the simulator's
+ * command, cronoq-sim (tools/sim), report through it.
  *
  * Every figure is the median of several repetitions, with their min and max.
  * A figure may name a baseline measured in the same run; its ratio is
@@ -11,18 +13,38 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum cqb_size { CQB_QUICK, CQB_DEFAULT, CQB_FULL };
 
 struct cqb_opts {
   enum cqb_size size;
-  int reps;         /* repetitions per figure */
-  const char *csv;  /* path, or NULL */
-  const char *json; /* path, or NULL */
-  int progress;     /* draw the progress bar */
+  int reps;            /* repetitions per figure */
+  const char *csv;     /* path, or NULL */
+  const char *json;    /* path, or NULL */
+  int progress;        /* draw the progress bar */
+  const char *program; /* the command's name, for its messages */
+  const char *title;   /* what the header says it runs: "bench" */
 };
 
 extern struct cqb_opts cqb_opts;
+
+/*
+ * A bench program's command line: one of `commands` (NULL-terminated; the
+ * first is the default), the options every bench program takes (--quick,
+ * --full, --reps N, --csv FILE, --json FILE, --no-progress) and those
+ * `more` parses (it returns how many arguments argv[i] and its value use,
+ * or 0 if argv[i] is not one of its options). -h or --help prints `usage`
+ * and exits 0; anything else is reported with the usage, exit 2; so is a
+ * bad value. Returns the command.
+ */
+const char *cqb_parse_args(int argc, char **argv, const char *const *commands,
+                           int (*more)(int argc, char **argv, int i),
+                           void (*usage)(FILE *f));
+void cqb_options_usage(FILE *f); /* the common options' usage lines */
+
+/* An option's number in [lo, hi], or exit (2) with a message. */
+double cqb_number_arg(const char *opt, const char *text, double lo, double hi);
 
 /* Nanoseconds on the monotonic clock. */
 int64_t cqb_now_ns(void);
@@ -70,6 +92,14 @@ void cqb_fail(const char *fmt, ...)
 #endif
     ;
 
+/*
+ * Host schedulers are multi-threaded. glibc drops the atomic instructions
+ * from mutexes while a process has never had a second thread, which would
+ * make every mutex baseline (and every library call) unrealistically
+ * cheap; so a bench program starts one before it measures anything.
+ */
+void cqb_become_multithreaded(void);
+
 /* Pin the calling thread to one CPU (modulo the CPUs there are), or let it
  * run anywhere again. Cross-thread figures pin their two threads to two
  * CPUs, so that every wake-up crosses CPUs the same way on both sides of a
@@ -100,30 +130,5 @@ int cqb_micro_contended_plan(void);
 void cqb_micro_contended(void);
 int cqb_micro_backfill_plan(void);
 void cqb_micro_backfill(void);
-
-/* The simulator suite (sim_cli.c) and its options. */
-struct cqb_sim_opts {
-  const char *pool;  /* "machine", "rack" or NULL for both */
-  const char *trace; /* trace CSV, or NULL for the synthetic workload */
-  double load;       /* offered GPU load; 0: the default (see sim_cli.c) */
-  unsigned replay;   /* times the trace is repeated; 0: once */
-  size_t jobs;       /* synthetic jobs per pool; 0: by run size */
-  uint64_t seed;
-  unsigned workers;          /* static split's K; 0: 4 */
-  unsigned vcpus;            /* the pools' vCPUs instead of their own; 0: own */
-  const char *plot_dir;      /* write charts there, or NULL */
-  double limit_lo, limit_hi; /* jobs' hold limits: run time times f, f
-                                uniform in [lo, hi] */
-  double no_limit;           /* share of jobs that declare none */
-};
-
-extern struct cqb_sim_opts cqb_sim_opts;
-
-int cqb_sim_plan(void);
-void cqb_sim(void);
-/* The backfill sweep: loads and hold-limit variants, backfill against
- * libcronoq without it, strict FIFO and greedy. */
-int cqb_backfill_plan(void);
-void cqb_backfill(void);
 
 #endif /* CRONOQ_BENCH_HARNESS_H */

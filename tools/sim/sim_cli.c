@@ -1,14 +1,19 @@
 /*
- * The `sim` suite of cronoq-bench: builds the workload (synthetic, or the
- * trace), runs it through every policy on each pool, prints what each
- * policy achieved, records the figures and their goals, and draws the
- * charts when asked (--plot DIR).
+ * The simulator's suites, as cronoq-sim and cronoq-bench run them:
+ * - `sim` builds the workload (synthetic, or the trace), runs it through
+ *   every policy on each pool, prints what each policy achieved, records
+ *   the figures and their goals, and draws the charts when asked
+ *   (--plot DIR);
+ * - `backfill` runs backfill at three loads with four kinds of hold
+ *   limits against libcronoq without it, strict FIFO and greedy.
  *
  * A simulation is deterministic: repeating it gives the same schedule, so
  * each repetition is checked against the first, and only the timing columns
  * (wall time, decisions per CPU second) vary from one to the next; they are
  * medians.
  */
+#include "sim_cli.h"
+
 #include "harness.h"
 #include "sim.h"
 
@@ -22,7 +27,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-struct cqb_sim_opts cqb_sim_opts;
+struct cqb_sim_opts cqb_sim_opts = {
+    .seed = 1,
+    .limit_lo = 1,
+    .limit_hi = 3,
+};
 
 #define DEFAULT_LOAD 0.8
 #define DEFAULT_WORKERS 4
@@ -31,6 +40,96 @@ struct cqb_sim_opts cqb_sim_opts;
 
 static const char *const CLASS_NAMES[SIM_CLASSES] = {"cpu-only", "fractional",
                                                      "whole-gpu", "multi-gpu"};
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* --limit-factor LO[-HI]: hold limits are run times times f, f uniform in
+ * [LO, HI] (both at least 1: limits are honest). */
+static void limit_factor(const char *text) {
+  char buf[64];
+  snprintf(buf, sizeof(buf), "%s", text);
+  char *dash = strchr(buf, '-');
+  if (dash != NULL)
+    *dash = '\0';
+  cqb_sim_opts.limit_lo = cqb_number_arg("--limit-factor", buf, 1, 1000);
+  cqb_sim_opts.limit_hi =
+      dash != NULL ? cqb_number_arg("--limit-factor", dash + 1, 1, 1000)
+                   : cqb_sim_opts.limit_lo;
+  if (cqb_sim_opts.limit_hi < cqb_sim_opts.limit_lo) {
+    fprintf(stderr, "%s: --limit-factor LO-HI needs LO <= HI\n",
+            cqb_opts.program);
+    exit(2);
+  }
+}
+
+static void bad_name(const char *opt, const char *text, const char *what) {
+  fprintf(stderr, "%s: %s takes %s, not '%s'\n", cqb_opts.program, opt, what,
+          text);
+  exit(2);
+}
+
+int cqb_sim_parse_option(int argc, char **argv, int i) {
+  struct cqb_sim_opts *o = &cqb_sim_opts;
+  const char *a = argv[i];
+  const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+  if (v == NULL)
+    return 0; /* every option here takes a value */
+  if (strcmp(a, "--pool") == 0) {
+    if (strcmp(v, "machine") != 0 && strcmp(v, "rack") != 0)
+      bad_name(a, v, "machine or rack");
+    o->pool = v;
+  } else if (strcmp(a, "--trace") == 0) {
+    o->trace = v;
+  } else if (strcmp(a, "--load") == 0) {
+    o->load = cqb_number_arg(a, v, 0.01, 100);
+  } else if (strcmp(a, "--replay") == 0) {
+    o->replay = (unsigned)cqb_number_arg(a, v, 1, 1000);
+  } else if (strcmp(a, "--jobs") == 0) {
+    o->jobs = (size_t)cqb_number_arg(a, v, 1, 1e8);
+  } else if (strcmp(a, "--seed") == 0) {
+    o->seed = (uint64_t)cqb_number_arg(a, v, 0, 1e15);
+  } else if (strcmp(a, "--workers") == 0) {
+    o->workers = (unsigned)cqb_number_arg(a, v, 1, 64);
+  } else if (strcmp(a, "--vcpus") == 0) {
+    o->vcpus = (unsigned)cqb_number_arg(a, v, 1, 1e6);
+  } else if (strcmp(a, "--limit-factor") == 0) {
+    limit_factor(v);
+  } else if (strcmp(a, "--no-limit") == 0) {
+    o->no_limit = cqb_number_arg(a, v, 0, 1);
+  } else if (strcmp(a, "--plot") == 0) {
+    o->plot_dir = v;
+  } else {
+    return 0;
+  }
+  return 2;
+}
+
+void cqb_sim_usage(FILE *f) {
+  fprintf(f,
+          "simulator options:\n"
+          "  --pool P       machine (8 GPUs, 96 vCPUs, 768 GiB) or rack (64\n"
+          "                 GPUs, 768 vCPUs, 6 TiB); default both\n"
+          "  --trace FILE   replay a trace CSV (the openb pod list format)\n"
+          "                 instead of the synthetic workload\n"
+          "  --load RHO     Poisson arrivals at offered GPU load RHO (default\n"
+          "                 0.8; with --trace, the trace's own arrivals)\n"
+          "  --replay N     repeat the trace N times\n"
+          "  --jobs N       synthetic jobs per pool (default by size)\n"
+          "  --seed S       seed of the synthetic workload (default 1)\n"
+          "  --workers K    workers of the static split (default 4)\n"
+          "  --vcpus N      give the pool N vCPUs instead of its own\n"
+          "  --limit-factor LO[-HI]  jobs declare hold limits of run time\n"
+          "                 times f, f uniform in [LO, HI] (default 1-3)\n"
+          "  --no-limit P   a share P of jobs declares no limit (default 0)\n"
+          "  --plot DIR     write chart data, a gnuplot script and (with\n"
+          "                 gnuplot installed) PNG charts into DIR\n");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sizes and pools                                                           */
+/* ------------------------------------------------------------------------ */
 
 /* Synthetic jobs per pool by run size: enough for the rack to reach a
  * steady state, small enough for the default run to take seconds. */
@@ -267,7 +366,7 @@ static void goal(const char *group, const char *name, const char *unit,
 }
 
 /* The figures of one pool: every value for the CSV and JSON, and the goals
- * of the issue for the table. */
+ * (bench/README.md) for the table. */
 static void record(const struct pool_shape *shape, struct policy_run *runs) {
   char group[32];
   snprintf(group, sizeof(group), "sim %s%s", shape->name,
@@ -543,7 +642,7 @@ void cqb_sim(void) {
     if (make_dirs(dir) != 0)
       cqb_fail("cannot create %s: %s", dir, strerror(errno));
     script = open_in(dir, "plots.gp");
-    fprintf(script, "# Charts of a cronoq-bench sim run: gnuplot plots.gp\n\n");
+    fprintf(script, "# Charts of a simulator run: gnuplot plots.gp\n\n");
   }
   for (size_t i = 0; i < N_SHAPES; i++) {
     if (!shape_selected(SHAPES[i]))
@@ -674,7 +773,7 @@ static void sweep_values(const char *group, double load, const char *limits,
 #undef V
 }
 
-/* The goals of the backfill issue, at load 0.8. */
+/* The backfill goals (bench/README.md), at load 0.8. */
 static void sweep_goals(const char *group, const struct pool_shape *shape,
                         const struct sim_result *base,
                         const struct sim_result *bf) {
