@@ -39,7 +39,7 @@ struct figure {
 
 static struct figure *figures;
 static size_t n_figures, cap_figures;
-static char notes[64][192];
+static char notes[64][256];
 static int n_notes;
 
 int64_t cqb_now_ns(void) {
@@ -107,6 +107,14 @@ void cqb_figure_min(const char *group, const char *name, const char *unit,
                     const struct cqb_stat *base, double goal_min_ratio) {
   cqb_figure(group, name, unit, s, base_name, base, goal_min_ratio);
   figures[n_figures - 1].goal_is_min = 1;
+}
+
+void cqb_ratio(const char *group, const char *name, struct cqb_stat ratios,
+               const char *base_name, double goal) {
+  struct cqb_stat one = {1, 1, 1};
+  cqb_figure(group, name, "x", ratios, base_name, &one,
+             goal < 0 ? -goal : goal);
+  figures[n_figures - 1].goal_is_min = goal < 0;
 }
 
 void cqb_value(const char *group, const char *name, const char *unit,

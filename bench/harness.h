@@ -73,6 +73,12 @@ void cqb_figure_min(const char *group, const char *name, const char *unit,
                     struct cqb_stat s, const char *base_name,
                     const struct cqb_stat *base, double goal_min_ratio);
 
+/* A figure whose values are already ratios against `base_name` (one per
+ * seed, say): median, min and max of them, the ratio column showing the
+ * median. `goal`: a ceiling on it, a floor when negative, none when 0. */
+void cqb_ratio(const char *group, const char *name, struct cqb_stat ratios,
+               const char *base_name, double goal);
+
 /* A single value (e.g. a deterministic simulation figure), written to the
  * CSV and JSON but left out of the table: its suite prints its own. */
 void cqb_value(const char *group, const char *name, const char *unit,

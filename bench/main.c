@@ -38,6 +38,7 @@ int main(int argc, char **argv) {
                                          NULL};
   const char *cmd =
       cqb_parse_args(argc, argv, commands, cqb_sim_parse_option, usage);
+  cqb_sim_options_done();
 
   cqb_become_multithreaded();
   cqb_print_header();

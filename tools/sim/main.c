@@ -34,6 +34,7 @@ int main(int argc, char **argv) {
   cqb_opts.title = "simulator";
   const char *cmd =
       cqb_parse_args(argc, argv, commands, cqb_sim_parse_option, usage);
+  cqb_sim_options_done();
 
   bool all = strcmp(cmd, "all") == 0;
   bool sim = all || strcmp(cmd, "sim") == 0;

@@ -300,6 +300,34 @@ static void static_finish(struct sim *s, struct sjob *j) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* What blocks the head                                                      */
+/* ------------------------------------------------------------------------ */
+
+bool sim_gpus_fit(struct sim *s, const struct sjob *j) {
+  const struct pstate *ps = state_of(s);
+  unsigned pool_i = ps->npools > 1 ? j->worker : 0;
+  uint32_t gpus = s->shape->gpus / (ps->npools > 0 ? ps->npools : 1);
+  int64_t need = j->job->gpu_amount;
+  int64_t whole_free = 0;
+  for (uint32_t d = 0; d < gpus; d++) {
+    cq_device_stats ds;
+    if (cq_device_stats_get(ps->pools[pool_i], "gpu", d, &ds) != 0) {
+      state_of(s)->broken = true;
+      return true;
+    }
+    if (!ds.online)
+      continue;
+    if (j->job->gpu == SIM_GPU_FRACTION && !ds.whole &&
+        CQ_DEVICE_MILLI - ds.used_milli >= need)
+      return true;
+    if (j->job->gpu == SIM_GPU_WHOLE && ds.used_milli == 0 &&
+        ++whole_free >= need)
+      return true;
+  }
+  return false;
+}
+
+/* ------------------------------------------------------------------------ */
 
 static const struct sim_policy_ops OPS[SIM_POLICIES] = {
     [SIM_CRONOQ] = {cronoq_open, cronoq_arrive, cronoq_finish, close_pools},

@@ -53,6 +53,8 @@ struct sim {
   size_t rejected;
   uint64_t decisions; /* library calls that decide: acquires, releases */
   uint64_t backfilled, late_heads, overdue; /* the pools' counts */
+  int64_t head_waiting_ms, head_blocked_ms; /* see struct sim_result */
+  struct sim_events *events;                /* opts->events, being filled */
   void *state;                              /* the policy's own */
 };
 
@@ -72,5 +74,10 @@ const struct sim_policy_ops *sim_policy_ops(int policy);
  * run). */
 void sim_started(struct sim *s, struct sjob *j);
 void sim_rejected(struct sim *s, struct sjob *j);
+
+/* Whether the devices of the pool `j` runs on, as their holders hold them,
+ * could take j's GPU ask (see struct sim_result: what blocks the head).
+ * Called by the simulator on a waiting job that asks for GPUs. */
+bool sim_gpus_fit(struct sim *s, const struct sjob *j);
 
 #endif /* CRONOQ_SIM_POLICIES_H */

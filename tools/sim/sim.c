@@ -16,9 +16,11 @@
  *
  * What is measured: the makespan and its lower bound, average use of each
  * resource, waits per class, how many jobs a younger job overtook and the
- * longest time any of them waited after that, and the library calls made
- * per second of CPU. The run checks its own books at the end: every job ran
- * or was rejected, and every unit came back.
+ * longest time any of them waited after that, how long a device blocked
+ * the oldest waiter, and the library calls made per second of CPU. The run
+ * checks its own books at the end: every job ran or was rejected, and
+ * every unit came back. On request it records every event, for
+ * sim_explain().
  */
 #include "sim.h"
 
@@ -46,6 +48,13 @@ const char *sim_policy_name(int policy) {
   default:
     return "?";
   }
+}
+
+int sim_policy_of(const char *name) {
+  for (int p = 0; p < SIM_POLICIES; p++)
+    if (strcmp(name, sim_policy_name(p)) == 0)
+      return p;
+  return -1;
 }
 
 /* Whether the job fits the pool at all: what every policy can run. */
@@ -147,13 +156,54 @@ static struct sjob *heap_pop(struct sim *s) {
   return top;
 }
 
-/* Move the clock to `t`, adding what was in use meanwhile to the areas. */
+/* Whether a device blocks the head `j` now (see struct sim_result). What
+ * is free in total settles most cases without asking the library. */
+static bool device_blocks(struct sim *s, const struct sjob *j) {
+  if (j->job->gpu == SIM_GPU_NONE)
+    return false;
+  if (j->gpu_milli > (int64_t)s->shape->gpus * 1000 - s->used_gpu_milli)
+    return true;
+  return !sim_gpus_fit(s, j);
+}
+
+/* Move the clock to `t`, adding what was in use meanwhile to the areas,
+ * and the time the head waited (and was blocked by a device) to theirs:
+ * between two events nothing changes. */
 static void advance(struct sim *s, int64_t t) {
   double dt = (double)(t - s->now_ms) / 1000.0;
   s->area_gpu += (double)s->used_gpu_milli / 1000.0 * dt;
   s->area_cpu += (double)s->used_cpu_milli * dt;
   s->area_mem += (double)s->used_mem_mib * dt;
+  if (t > s->now_ms && s->waiting_head != NULL) {
+    s->head_waiting_ms += t - s->now_ms;
+    if (device_blocks(s, s->waiting_head))
+      s->head_blocked_ms += t - s->now_ms;
+  }
   s->now_ms = t;
+}
+
+/* Room for every event a run can have: each job arrives, then starts and
+ * ends or is rejected. */
+static int events_open(struct sim_events *e, size_t jobs) {
+  e->n = 0;
+  e->ev = jobs <= (SIZE_MAX / sizeof(*e->ev) - 1) / 3
+              ? malloc((3 * jobs + 1) * sizeof(*e->ev))
+              : NULL;
+  return e->ev == NULL ? -1 : 0;
+}
+
+static void note_event(struct sim *s, const struct sjob *j, int kind) {
+  if (s->events != NULL)
+    s->events->ev[s->events->n++] =
+        (struct sim_event){s->now_ms, j->index, kind};
+}
+
+void sim_events_free(struct sim_events *e) {
+  if (e == NULL)
+    return;
+  free(e->ev);
+  e->ev = NULL;
+  e->n = 0;
 }
 
 static void note_use(struct sim *s) {
@@ -187,6 +237,7 @@ static void unlink_waiting(struct sim *s, struct sjob *j, bool started) {
 }
 
 void sim_started(struct sim *s, struct sjob *j) {
+  note_event(s, j, SIM_EV_START);
   unlink_waiting(s, j, true);
   j->state = SJOB_RUNNING;
   j->start_ms = s->now_ms;
@@ -199,12 +250,14 @@ void sim_started(struct sim *s, struct sjob *j) {
 }
 
 void sim_rejected(struct sim *s, struct sjob *j) {
+  note_event(s, j, SIM_EV_REJECT);
   unlink_waiting(s, j, false);
   j->state = SJOB_REJECTED;
   s->rejected++;
 }
 
 static void arrive(struct sim *s, struct sjob *j) {
+  note_event(s, j, SIM_EV_ARRIVE);
   j->state = SJOB_WAITING;
   j->prev = s->waiting_tail;
   j->next = NULL;
@@ -219,6 +272,7 @@ static void arrive(struct sim *s, struct sjob *j) {
 }
 
 static void finish(struct sim *s, struct sjob *j) {
+  note_event(s, j, SIM_EV_END);
   j->state = SJOB_DONE;
   s->used_gpu_milli -= j->gpu_milli;
   s->used_cpu_milli -= j->job->cpu_milli;
@@ -324,7 +378,10 @@ int sim_run(const struct workload *w, const struct pool_shape *shape,
   s.opts = opts;
   s.jobs = calloc(w->n ? w->n : 1, sizeof(*s.jobs));
   s.heap = calloc(w->n ? w->n : 1, sizeof(*s.heap));
-  if (s.jobs == NULL || s.heap == NULL) {
+  if (opts->events != NULL && events_open(opts->events, w->n) == 0)
+    s.events = opts->events;
+  if (s.jobs == NULL || s.heap == NULL ||
+      (opts->events != NULL && s.events == NULL)) {
     free(s.jobs);
     free(s.heap);
     return -1;
@@ -373,8 +430,12 @@ int sim_run(const struct workload *w, const struct pool_shape *shape,
   out->backfilled = s.backfilled;
   out->late_heads = s.late_heads;
   out->overdue = s.overdue;
+  out->head_waiting_s = (double)s.head_waiting_ms / 1000.0;
+  out->head_device_blocked_s = (double)s.head_blocked_ms / 1000.0;
   if (rc == 0)
     summarise(&s, out);
+  else
+    sim_events_free(opts->events);
   free(s.jobs);
   free(s.heap);
   return rc;

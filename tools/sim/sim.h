@@ -3,7 +3,9 @@
  * the production trace), the pools they run on, the policies compared, and
  * the figures measured. sim.c runs a workload through a policy on a virtual
  * clock; workload.c builds workloads; policies.c holds the reference
- * schedulers that libcronoq is compared with.
+ * schedulers that libcronoq is compared with; explain.c prints the events
+ * around a job's wait. The command around them is sim_cli.c (the sim and
+ * backfill suites) and main.c (cronoq-sim).
  */
 #ifndef CRONOQ_SIM_SIM_H
 #define CRONOQ_SIM_SIM_H
@@ -20,7 +22,10 @@ enum sim_class {
   SIM_FRACTIONAL = 1, /* a fraction of one GPU (< 1) */
   SIM_WHOLE = 2,      /* one whole GPU */
   SIM_MULTI = 3,      /* 2 or more whole GPUs */
-  SIM_CLASSES = 4
+  SIM_CLASSES = 4,
+  /* Not a class of its own: CPU-only and fractional jobs together, for the
+   * figures (and the event log) of small jobs. */
+  SIM_SMALL = SIM_CLASSES
 };
 
 /* What a job asks for its GPUs. */
@@ -45,6 +50,9 @@ struct workload {
   size_t cap;
   size_t never_ran; /* trace pods that never ran (no scheduled time) */
   size_t malformed; /* trace rows that could not be read */
+  /* The trace's window: its earliest deletion time (ms; 0 without rows, and
+   * for synthetic workloads). See wl_censor(). */
+  int64_t window_start_ms;
 };
 
 /* A pool shape: what the simulated machine or rack has. */
@@ -84,9 +92,38 @@ int wl_synthetic(struct workload *w, size_t n, uint64_t seed);
  * at its creation time and running for deletion - scheduled; pods that
  * never ran are skipped and counted (w->never_ran). Malformed rows are
  * reported on `errors` with their line number and counted (w->malformed).
+ * w->window_start_ms is the earliest deletion time of the rows read (pods
+ * that never ran included: they were deleted in the window too). All the
+ * pods are kept; wl_censor() treats those created before the window.
  * Returns 0, or -1 if the file cannot be opened or read (reported too).
  */
 int wl_read_trace(struct workload *w, const char *path, FILE *errors);
+
+/*
+ * What becomes of a trace's censored pods: those created before the trace
+ * window. The trace holds the pods deleted in a window of about 34 days,
+ * from its earliest deletion time on; a pod created before that is in it
+ * only because it lived long enough to be deleted inside the window, so its
+ * run time, not the workload's arrivals, put it there (a length-biased
+ * sample). Steady-state queueing studies leave such pods out.
+ */
+enum wl_censored {
+  WL_CENSORED_DROP = 0, /* left out (the default) */
+  WL_CENSORED_KEEP = 1, /* kept as they are */
+  WL_CENSORED_CAP = 2   /* kept, each run time capped */
+};
+
+/*
+ * Treat the jobs that arrive before `window_start_ms` (on a trace as read,
+ * before any replay or new arrivals: then a job's arrival is its pod's
+ * creation time) as `how` says. Dropping them also moves time 0 to the
+ * window's start, so that the jobs left arrive as they did within it;
+ * capping shortens every run time longer than `cap_ms` to it. Returns the
+ * number of jobs that arrived before the window; *capped, when not NULL,
+ * is set to how many run times the cap shortened. Jobs keep their order.
+ */
+size_t wl_censor(struct workload *w, int how, int64_t window_start_ms,
+                 int64_t cap_ms, size_t *capped);
 
 /* Repeat the jobs `times` times in all, each copy shifted after the last
  * arrival of the one before. */
@@ -155,6 +192,16 @@ struct sim_result {
   uint64_t late_heads;          /* libcronoq: heads granted after their shadow
                                    time */
   uint64_t overdue; /* libcronoq: grants that outlived their limit */
+  /*
+   * The head is the oldest job waiting. A device blocks it when it asks
+   * for GPUs and the devices, as the running jobs hold them, cannot take
+   * its ask: n whole GPUs need n devices of which nobody holds any part, a
+   * fraction needs one device with that much free. What waiters have
+   * reserved does not count as held: only the holders' units do. Measured
+   * between events, where the state is constant.
+   */
+  double head_waiting_s;        /* time during which some job waited */
+  double head_device_blocked_s; /* of that, time a device blocked the head */
 };
 
 /* Options of a run. */
@@ -165,8 +212,10 @@ struct sim_opts {
                               per change, for the charts */
   double *wait_samples[SIM_CLASSES]; /* if set: each job's wait, seconds,
                                         sorted, wait[c].jobs of them */
-  int64_t *start_ms; /* if set: each job's start time (w->n), -1 when it
-                        was rejected */
+  int64_t *start_ms;         /* if set: each job's start time (w->n), -1 when it
+                                was rejected */
+  struct sim_events *events; /* if set: every event of the run, for
+                                sim_explain(); free with sim_events_free() */
 };
 
 /* Run `w` on a pool of `shape` under opts->policy. Returns 0, or -1 on a
@@ -180,5 +229,60 @@ int sim_run(const struct workload *w, const struct pool_shape *shape,
  * result holds the bound over the jobs it ran.) */
 double sim_lower_bound(const struct workload *w,
                        const struct pool_shape *shape);
+
+/* ------------------------------------------------------------------------ */
+/* Event logs (explain.c)                                                    */
+/* ------------------------------------------------------------------------ */
+
+enum sim_event_kind {
+  SIM_EV_ARRIVE = 0,
+  SIM_EV_START = 1,
+  SIM_EV_END = 2,
+  SIM_EV_REJECT = 3
+};
+
+/* One event of a run: at t_ms, job `job` (its index in the workload). */
+struct sim_event {
+  int64_t t_ms;
+  size_t job;
+  int kind; /* enum sim_event_kind */
+};
+
+/* A run's events in the order they happened; sim_run() fills it. */
+struct sim_events {
+  struct sim_event *ev;
+  size_t n;
+};
+
+void sim_events_free(struct sim_events *e);
+
+/*
+ * Print the events around the longest wait of class `cls` (or SIM_SMALL)
+ * in a run of `w` whose events are `e`: the job, who held what and who
+ * waited ahead of it as the window opened, every event in the window
+ * (younger jobs that started first are marked), and who held what just
+ * before it started. The window is its whole wait, or its last
+ * `window_ms` when that is shorter (0: the whole wait). At most `limit`
+ * rows of each list are printed, the first and the last halves, with a
+ * count of those left out. Returns 0, or -1 if no job of the class ran.
+ */
+int sim_explain(FILE *out, const struct workload *w, const struct sim_events *e,
+                int cls, int64_t window_ms, size_t limit);
+
+/* The job that sim_explain() explains (-1 if none ran): the longest wait
+ * of class `cls`, the oldest job among equal waits. */
+long sim_longest_wait(const struct workload *w, const struct sim_events *e,
+                      int cls);
+
+/* A duration as people read it: 42s, 7.5m, 3.2h, 12.0d. */
+const char *sim_duration(double seconds, char *buf, size_t len);
+
+/* The names of the classes ("cpu-only", ...; "small" for SIM_SMALL), and
+ * the class of a name (-1 if none). */
+const char *sim_class_name(int cls);
+int sim_class_of(const char *name);
+
+/* The policy of a name (sim_policy_name()), -1 if none. */
+int sim_policy_of(const char *name);
 
 #endif /* CRONOQ_SIM_SIM_H */

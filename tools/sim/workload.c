@@ -1,7 +1,7 @@
 /*
  * Workloads for the simulator: the synthetic workload modelled on the
- * production trace's profile, the trace reader, replay and Poisson
- * arrivals. See sim.h.
+ * production trace's profile, the trace reader and its censored pods,
+ * replay and Poisson arrivals. See sim.h.
  *
  * Invariants kept here:
  * - A workload's jobs are in arrival order (non-decreasing arrival_ms).
@@ -479,10 +479,12 @@ static int parse_number(const char *text, enum trace_field field, int64_t *out,
 
 enum row_kind { ROW_JOB, ROW_NEVER_RAN, ROW_MALFORMED };
 
-/* One data row (already split into TRACE_FIELDS fields) as a job. name,
- * gpu_spec, qos and pod_phase are not used: the simulator has no GPU
+/* One data row (already split into TRACE_FIELDS fields) as a job; its
+ * deletion time, in ms, goes to *deletion_ms unless the row is malformed.
+ * name, gpu_spec, qos and pod_phase are not used: the simulator has no GPU
  * models or QoS classes, and scheduled_time tells whether a pod ran. */
-static enum row_kind parse_row(char **fields, struct sim_job *job, char *why,
+static enum row_kind parse_row(char **fields, struct sim_job *job,
+                               int64_t *deletion_ms, char *why,
                                size_t why_size) {
   static const enum trace_field numeric[] = {
       F_CPU_MILLI, F_MEMORY_MIB, F_NUM_GPU, F_GPU_MILLI, F_CREATION, F_DELETION,
@@ -522,6 +524,7 @@ static enum row_kind parse_row(char **fields, struct sim_job *job, char *why,
     job->gpu_amount = num_gpu;
   }
 
+  *deletion_ms = value[F_DELETION] * 1000;
   /* Checked after the rest, so a broken pending row counts as malformed. */
   if (fields[F_SCHEDULED][0] == '\0')
     return ROW_NEVER_RAN;
@@ -610,6 +613,7 @@ int wl_read_trace(struct workload *w, const char *path, FILE *errors) {
   struct line_reader lr = {file, NULL, 0, 0};
   char why[256];
   size_t line = 1;
+  int64_t window_start_ms = INT64_MAX;
   int failed = 1;
   int rc = read_line(&lr);
   if (rc < 0)
@@ -633,14 +637,18 @@ int wl_read_trace(struct workload *w, const char *path, FILE *errors) {
     char *fields[TRACE_FIELDS];
     size_t n = split_fields(lr.buf, fields, TRACE_FIELDS);
     struct sim_job job;
+    int64_t deletion_ms = 0;
     enum row_kind kind = ROW_MALFORMED;
     if (has_nul)
       snprintf(why, sizeof(why), "the line holds a NUL byte");
     else if (n != TRACE_FIELDS)
       snprintf(why, sizeof(why), "%zu fields, expected %zu", n, TRACE_FIELDS);
     else
-      kind = parse_row(fields, &job, why, sizeof(why));
+      kind = parse_row(fields, &job, &deletion_ms, why, sizeof(why));
 
+    /* Every pod that was deleted, run or not, tells where the window is. */
+    if (kind != ROW_MALFORMED && deletion_ms < window_start_ms)
+      window_start_ms = deletion_ms;
     if (kind == ROW_MALFORMED) {
       report(errors, path, line, "%s", why);
       w->malformed++;
@@ -669,7 +677,34 @@ int wl_read_trace(struct workload *w, const char *path, FILE *errors) {
     wl_free(w);
     return -1;
   }
+  w->window_start_ms = window_start_ms == INT64_MAX ? 0 : window_start_ms;
   return 0;
+}
+
+size_t wl_censor(struct workload *w, int how, int64_t window_start_ms,
+                 int64_t cap_ms, size_t *capped) {
+  size_t early = 0, shortened = 0, kept = 0;
+  for (size_t i = 0; i < w->n; i++) {
+    struct sim_job *j = &w->jobs[i];
+    if (j->arrival_ms >= window_start_ms) {
+      if (how == WL_CENSORED_DROP)
+        j->arrival_ms -= window_start_ms;
+      w->jobs[kept++] = *j;
+      continue;
+    }
+    early++;
+    if (how == WL_CENSORED_DROP)
+      continue;
+    if (how == WL_CENSORED_CAP && j->duration_ms > cap_ms) {
+      j->duration_ms = cap_ms;
+      shortened++;
+    }
+    w->jobs[kept++] = *j;
+  }
+  w->n = kept;
+  if (capped != NULL)
+    *capped = shortened;
+  return early;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -1,8 +1,8 @@
 /*
  * Workloads for the simulator (tools/sim/workload.c): the synthetic
  * workload against the production trace's profile (its README, beside the
- * trace), the trace reader on small files written here, replay, Poisson
- * arrivals, and job classes. The production trace itself
+ * trace), the trace reader on small files written here, censored pods,
+ * replay, Poisson arrivals, and job classes. The production trace itself
  * is read by test_trace.c.
  */
 #include "sim_test.h"
@@ -785,6 +785,86 @@ test_trace_with_a_wrong_header_is_an_error_reported_on_line_1(void **state) {
   }
 }
 
+/* The window starts at the earliest deletion of any pod read, one that
+ * never ran included; malformed rows say nothing about it. */
+static void
+test_trace_window_starts_at_the_earliest_deletion_of_any_pod(void **state) {
+  (void)state;
+  static const char csv[] = HEADER "\n"
+                                   "a,1000,1024,0,0,,BE,Running,0,500,0\n"
+                                   "b,1000,1024,0,0,,BE,Pending,50,120,\n"
+                                   "c,1000,1024,0,0,,BE,Running,x,90,5\n"
+                                   "d,1000,1024,0,0,,BE,Running,130,400,140\n";
+  struct workload w = {0};
+  char path[512];
+  const char *errors;
+  assert_int_equal(read_csv(&w, csv, path, sizeof(path), &errors), 0);
+  assert_int_equal(w.n, 2);
+  assert_int_equal(w.never_ran, 1);
+  assert_int_equal(w.malformed, 1);
+  assert_int_equal(w.window_start_ms, 120000);
+  wl_free(&w);
+  /* No pod at all: no window. */
+  assert_int_equal(read_csv(&w, HEADER "\n", path, sizeof(path), &errors), 0);
+  assert_int_equal(w.window_start_ms, 0);
+  wl_free(&w);
+}
+
+/* Jobs arriving at 0, 50, 100 and 150 s, running 10, 60, 70 and 80 s;
+ * the window starts at 100 s. */
+static void censored_example(struct workload *w) {
+  memset(w, 0, sizeof(*w));
+  for (int64_t i = 0; i < 4; i++) {
+    struct sim_job job =
+        make_job(SIM_GPU_WHOLE, 1, i == 0 ? 10000 : 50000 + 10000 * i);
+    job.arrival_ms = 50000 * i;
+    assert_int_equal(wl_push(w, &job), 0);
+  }
+}
+
+static void test_censored_pods_are_dropped_kept_or_capped(void **state) {
+  (void)state;
+  struct workload w;
+  size_t capped = 99;
+
+  /* Dropped: the two before 100 s go, and time 0 moves to 100 s. */
+  censored_example(&w);
+  assert_int_equal(wl_censor(&w, WL_CENSORED_DROP, 100000, 0, &capped), 2);
+  assert_int_equal(capped, 0);
+  assert_int_equal(w.n, 2);
+  assert_int_equal(w.jobs[0].arrival_ms, 0);
+  assert_int_equal(w.jobs[0].duration_ms, 70000);
+  assert_int_equal(w.jobs[1].arrival_ms, 50000);
+  assert_int_equal(w.jobs[1].duration_ms, 80000);
+  wl_free(&w);
+
+  /* Kept: nothing changes. */
+  censored_example(&w);
+  struct workload before;
+  censored_example(&before);
+  assert_int_equal(wl_censor(&w, WL_CENSORED_KEEP, 100000, 0, &capped), 2);
+  assert_int_equal(capped, 0);
+  assert_int_equal(w.n, 4);
+  for (size_t i = 0; i < w.n; i++)
+    assert_true(jobs_equal(&w.jobs[i], &before.jobs[i]));
+
+  /* Capped at 30 s: only the censored job longer than that is cut; the
+   * 10 s one and the jobs in the window keep their run times. */
+  assert_int_equal(wl_censor(&w, WL_CENSORED_CAP, 100000, 30000, &capped), 2);
+  assert_int_equal(capped, 1);
+  assert_int_equal(w.n, 4);
+  const int64_t run_ms[] = {10000, 30000, 70000, 80000};
+  for (size_t i = 0; i < w.n; i++) {
+    assert_int_equal(w.jobs[i].arrival_ms, before.jobs[i].arrival_ms);
+    assert_int_equal(w.jobs[i].duration_ms, run_ms[i]);
+  }
+  /* A window before every arrival treats nothing. */
+  assert_int_equal(wl_censor(&w, WL_CENSORED_DROP, 0, 0, NULL), 0);
+  assert_int_equal(w.n, 4);
+  wl_free(&w);
+  wl_free(&before);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Replay and arrivals                                                        */
 /* ------------------------------------------------------------------------ */
@@ -958,6 +1038,9 @@ int main(void) {
       cmocka_unit_test(test_missing_trace_file_is_an_error_reported_on_errors),
       cmocka_unit_test(
           test_trace_with_a_wrong_header_is_an_error_reported_on_line_1),
+      cmocka_unit_test(
+          test_trace_window_starts_at_the_earliest_deletion_of_any_pod),
+      cmocka_unit_test(test_censored_pods_are_dropped_kept_or_capped),
       cmocka_unit_test(test_replay_repeats_the_jobs_after_the_last_arrival),
       cmocka_unit_test(
           test_poisson_arrivals_keep_the_jobs_order_and_start_at_zero),
