@@ -1,9 +1,11 @@
 /*
  * libcronoq: multi-resource admission control.
  *
- * This header is the reference for the core API. Every declaration says what
- * it does, who owns what, whether it is thread-safe, may block, or may be
- * called from a grant callback, and which error codes it returns.
+ * This header is the reference for the core API. Every function says what
+ * it does, who owns what, whether it is thread-safe, whether it may block
+ * and whether it may be called from a callback (in the words defined below,
+ * under "Threads, blocking and callbacks"), and which error codes it
+ * returns.
  *
  * The model in one paragraph: a *pool* holds named resources: integer
  * *budgets* and *device pools* (N devices, each shared in exact fractions or
@@ -13,6 +15,55 @@
  * that does not fit waits in the pool's FIFO-with-reservation queue (the
  * README states the rule precisely). Releasing the grant returns every unit,
  * exactly once.
+ *
+ * Platforms. libcronoq runs on Linux, and is written for any POSIX system
+ * that has what it needs: POSIX threads, unnamed semaphores (sem_init()),
+ * condition variables timed on CLOCK_MONOTONIC (pthread_condattr_setclock()),
+ * a monotonic clock (clock_gettime()), and posix_spawn() and poll() for GPU
+ * detection. Building it takes a C11 compiler (atomics, _Thread_local);
+ * this header is plain C99 and C++11. A blocked cq_grant_acquire() waits with
+ * sem_clockwait() on the monotonic clock where glibc 2.30 or later has it;
+ * with an older glibc or another C library it waits with sem_timedwait() on
+ * the wall clock for the time left, so that setting the wall clock back
+ * during a wait makes that deadline pass late (never early). It is tested
+ * on Debian 12, x86-64, with gcc 12 and clang 14, and only there. It is
+ * written for 64-bit targets; 32-bit ones are untested, and on 32-bit x86,
+ * which aligns uint64_t to 4 bytes inside structs, cq_req and cq_grant come
+ * out 4 bytes short of the sizes the library asserts, so it does not build
+ * there. macOS (no unnamed semaphores, no pthread_condattr_setclock()) and
+ * Windows (the platform layer and GPU detection are POSIX only) are not
+ * supported yet; the export macro's _WIN32 branch is the only part of a
+ * Windows port that exists.
+ *
+ * Threads, blocking and callbacks. Each function's description states these
+ * facts, in these words:
+ * - "Thread-safe": any thread may call it, at the same time as other calls
+ *   on the same pool, within the rules at the end of this header ("What
+ *   stays undefined behaviour"), e.g. one grant in one call at a time.
+ *   "Not thread-safe against X" names what must not run at the same time.
+ * - "Never blocks": it waits for nothing, not even the pool lock.
+ *   "Takes the pool lock briefly": it holds the pool's one mutex for work
+ *   bounded by the size of the pool and its queue, never across a wait, a
+ *   grant callback or the event hook (the allocator hooks and a pool's
+ *   clock do run under it), and may wait for other threads' turns at it.
+ *   "Lock-free when it can": an acquire of a request that names only
+ *   budgets and classes and has no hold limit, and the release of the
+ *   grant it made, skip the lock while no waiter claims those budgets, in
+ *   a pool with neither an event hook nor CQ_POOL_BACKFILL. "May block"
+ *   says what it waits for.
+ * - "Runs callbacks": before it returns, on the calling thread, it may run
+ *   the grant callbacks of the attempts it decided (its own, and waiters it
+ *   granted or failed) and deliver pending events to the event hook, so it
+ *   takes as long as they do. Called from inside a callback it queues them
+ *   instead: they run in order right after the current callback returns,
+ *   which keeps the stack flat.
+ * - "Callable from a callback": it may be called from a grant callback
+ *   (cq_grant_cb, and cq_uv_cb on its loop) and from the event hook, which
+ *   run with no library lock held. A call that may block is not, and
+ *   neither is cq_pool_destroy(): see the end of this header.
+ * A pool starts at most one thread of its own, its timer thread (see
+ * CQ_POOL_MANUAL_TIMERS): it expires the deadlines of callback waiters,
+ * runs their callbacks, and marks grants that outlive their hold limit.
  *
  * Copyright (c) 2026 the libcronoq authors. MIT licence, see LICENSE.
  */
@@ -52,12 +103,13 @@ extern "C" {
 #define CQ_EXPORT
 #endif
 
-/* The version the library was built as, "MAJOR.MINOR.PATCH". Thread-safe. */
+/* The version the library was built as, "MAJOR.MINOR.PATCH". Thread-safe;
+ * never blocks; callable from a callback. */
 CQ_EXPORT const char *cq_version_string(void);
 
 /* The same as a number (CQ_VERSION_NUMBER of the library, which may differ
  * from the header's when an application runs against a newer library).
- * Thread-safe. */
+ * Thread-safe; never blocks; callable from a callback. */
 CQ_EXPORT int cq_version_number(void);
 
 /*
@@ -120,12 +172,13 @@ enum cq_errno {
       CQ_ERRNO_MIN_ = -16
 };
 
-/* A message for an error code; a fixed string for unknown codes. Thread-safe.
- */
+/* A message for an error code; a fixed string for unknown codes.
+ * Thread-safe; never blocks; callable from a callback. */
 CQ_EXPORT const char *cq_strerror(int err);
 
 /* The code's name without the CQ_ prefix ("EBUSY"); "UNKNOWN" for unknown
- * codes and "OK" for 0. Thread-safe. */
+ * codes and "OK" for 0. Thread-safe; never blocks; callable from a
+ * callback. */
 CQ_EXPORT const char *cq_err_name(int err);
 
 /* ------------------------------------------------------------------------ */
@@ -139,7 +192,7 @@ CQ_EXPORT const char *cq_err_name(int err);
  * Milliseconds on the system's monotonic clock. Deadlines are absolute
  * values on this clock (or on a pool's own clock, see cq_pool_config).
  * A deadline that has already passed means "try once, do not wait".
- * Thread-safe.
+ * Thread-safe; never blocks; callable from a callback.
  */
 CQ_EXPORT int64_t cq_now(void);
 
@@ -152,7 +205,9 @@ typedef struct cq_pool cq_pool;
 /*
  * Allocator hooks: all three functions or none. `arg` is passed through.
  * The library allocates only when the pool and its resources are created or
- * changed, never on the acquire and release paths.
+ * changed, for snapshots of more than 64 resources and for metrics, never
+ * on the acquire and release paths. The hooks may run with the pool lock
+ * held (see the end of this header).
  */
 typedef struct cq_allocator {
   void *(*alloc)(size_t size, void *arg);
@@ -161,7 +216,9 @@ typedef struct cq_allocator {
   void *arg;
 } cq_allocator;
 
-/* A pool's clock: returns the current time in milliseconds. */
+/* A pool's clock: returns the current time in milliseconds. It is called
+ * with the pool lock held, on any thread that uses the pool: it must be
+ * thread-safe and quick, and must not call the library on this pool. */
 typedef int64_t (*cq_clock_fn)(void *arg);
 
 /* Pool option flags (cq_pool_config.flags). */
@@ -244,9 +301,11 @@ typedef struct cq_pool_config {
 
 /*
  * Create a pool. `cfg` may be NULL for all defaults. On success *out is the
- * new pool, which the caller destroys with cq_pool_destroy().
+ * new pool, which the caller destroys with cq_pool_destroy(). Thread-safe
+ * (it shares nothing); never blocks; callable from a callback.
  * Returns 0, CQ_EINVAL (NULL out, incomplete allocator, unknown flag, a clock
- * without manual timers) or CQ_ENOMEM.
+ * without manual timers, a reserved field not zero), CQ_ENOMEM or CQ_ESYS
+ * (the mutex or the monotonic condition variable could not be made).
  */
 CQ_EXPORT int cq_pool_create(cq_pool **out, const cq_pool_config *cfg);
 
@@ -254,7 +313,8 @@ CQ_EXPORT int cq_pool_create(cq_pool **out, const cq_pool_config *cfg);
  * Close the pool: every waiting request fails with CQ_ECLOSED (blocking
  * callers return it, callbacks run with it), and every later acquire fails
  * the same way. Holders keep their grants and must still release them.
- * Idempotent. Thread-safe. Callable from a callback. Returns 0 or CQ_EINVAL.
+ * Idempotent. Thread-safe; takes the pool lock briefly; runs callbacks
+ * (with CQ_ECLOSED); callable from a callback. Returns 0 or CQ_EINVAL.
  */
 CQ_EXPORT int cq_pool_close(cq_pool *pool);
 
@@ -263,12 +323,17 @@ CQ_EXPORT int cq_pool_close(cq_pool *pool);
  * any grant is held (whatever it holds: a grant that gave every unit back
  * early, or one of an empty request, is still held until it is released)
  * or any request waits: release, cancel or close first.
- * Accepts NULL (returns 0). Not thread-safe against other calls on the same
- * pool; must not be called from a grant callback of this pool.
+ * Accepts NULL (returns 0). Not thread-safe against any other call on the
+ * same pool. May block: it takes the pool lock, then joins the pool's timer
+ * thread, which first finishes a callback it may be running. Not callable
+ * from a callback or the event hook of this pool.
+ * Returns 0, CQ_EINUSE, or CQ_ESTATE when called on the pool's timer
+ * thread (that is, from a callback it runs).
  */
 CQ_EXPORT int cq_pool_destroy(cq_pool *pool);
 
-/* The `data` pointer given in the configuration. */
+/* The `data` pointer given in the configuration; NULL for a NULL pool.
+ * Thread-safe; never blocks; callable from a callback. */
 CQ_EXPORT void *cq_pool_data(const cq_pool *pool);
 
 /*
@@ -276,8 +341,9 @@ CQ_EXPORT void *cq_pool_data(const cq_pool *pool);
  * mark grants that outlived their hold limit overdue, and report the
  * earliest deadline or limit still pending in *next_deadline_ms (CQ_NEVER
  * when none; may be NULL). Meant for pools with CQ_POOL_MANUAL_TIMERS; it is
- * harmless on others. Callbacks of expired requests run on the calling
- * thread before this returns. Thread-safe. Returns 0 or CQ_EINVAL.
+ * harmless on others. Thread-safe; takes the pool lock briefly; runs
+ * callbacks (of the expired requests, and of waiters that then fit);
+ * callable from a callback. Returns 0 or CQ_EINVAL.
  */
 CQ_EXPORT int cq_pool_expire(cq_pool *pool, int64_t *next_deadline_ms);
 
@@ -294,7 +360,8 @@ typedef struct cq_pool_stats {
   uint64_t reserved_[8];
 } cq_pool_stats;
 
-/* Fill *out under the pool's lock. Thread-safe. Returns 0 or CQ_EINVAL. */
+/* Fill *out. Thread-safe; takes the pool lock briefly; callable from a
+ * callback. Returns 0 or CQ_EINVAL. */
 CQ_EXPORT int cq_pool_stats_get(cq_pool *pool, cq_pool_stats *out);
 
 /* ------------------------------------------------------------------------ */
@@ -312,9 +379,11 @@ CQ_EXPORT int cq_pool_stats_get(cq_pool *pool, cq_pool_stats *out);
  * ("warehouse-db" 10 connections, "memory_mib" 24576). A name is 1 to
  * CQ_NAME_MAX bytes of letters, digits and "_-./", unique in the pool.
  * Budgets take part in the resource order (used by staged claims) in the
- * order they are added. Thread-safe.
+ * order they are added. Thread-safe; takes the pool lock briefly; callable
+ * from a callback.
  * Returns 0, CQ_EINVAL (bad name or pointer), CQ_ERANGE (capacity negative
- * or above CQ_BUDGET_MAX), CQ_EEXIST (name taken) or CQ_ENOMEM.
+ * or above CQ_BUDGET_MAX), CQ_EEXIST (name taken), CQ_ETOOMANY (the pool's
+ * table of 65535 resources is full) or CQ_ENOMEM.
  */
 CQ_EXPORT int cq_budget_add(cq_pool *pool, const char *name, int64_t capacity);
 
@@ -333,8 +402,9 @@ enum cq_budget_flags {
   CQ_BUDGET_LONE = 1u << 0
 };
 
-/* cq_budget_add() with flags (enum cq_budget_flags). Returns the same, and
- * CQ_EINVAL for an unknown flag. */
+/* cq_budget_add() with flags (enum cq_budget_flags). Thread-safe; takes the
+ * pool lock briefly; callable from a callback. Returns as cq_budget_add(),
+ * and CQ_EINVAL for an unknown flag. */
 CQ_EXPORT int cq_budget_add_ex(cq_pool *pool, const char *name,
                                int64_t capacity, unsigned flags);
 
@@ -343,9 +413,9 @@ CQ_EXPORT int cq_budget_add_ex(cq_pool *pool, const char *name,
  * that now fit, at once. Shrinking takes nothing from holders: new grants
  * wait until in-use drops below the new capacity, and waiters that can now
  * never fit fail with CQ_ENEVER (their callbacks run, blocked threads
- * return it). Setting the current value does nothing. Thread-safe; callable
- * from a callback. Returns 0, CQ_EINVAL, CQ_ENOENT (no such budget) or
- * CQ_ERANGE.
+ * return it). Setting the current value does nothing. Thread-safe; takes
+ * the pool lock briefly; runs callbacks; callable from a callback.
+ * Returns 0, CQ_EINVAL, CQ_ENOENT (no such budget) or CQ_ERANGE.
  */
 CQ_EXPORT int cq_budget_set_capacity(cq_pool *pool, const char *name,
                                      int64_t capacity);
@@ -359,13 +429,15 @@ CQ_EXPORT int cq_budget_set_capacity(cq_pool *pool, const char *name,
  * granted only while fewer than `max_workers` grants of that class are held.
  * It waits in the same queue, by the same rule, as for any resource (a
  * class behaves as a budget of max_workers units, one per grant). Class
- * names share the pool's namespace with resources. Thread-safe.
- * Returns as cq_budget_add().
+ * names share the pool's namespace with resources. Thread-safe; takes the
+ * pool lock briefly; callable from a callback. Returns as cq_budget_add().
  */
 CQ_EXPORT int cq_class_add(cq_pool *pool, const char *name,
                            int64_t max_workers);
 
-/* Change a class's max_workers, with the rules of cq_budget_set_capacity. */
+/* Change a class's max_workers, with the rules and returns of
+ * cq_budget_set_capacity() (CQ_ENOENT: no such class). Thread-safe; takes
+ * the pool lock briefly; runs callbacks; callable from a callback. */
 CQ_EXPORT int cq_class_set_max(cq_pool *pool, const char *name,
                                int64_t max_workers);
 
@@ -377,7 +449,8 @@ CQ_EXPORT int cq_class_set_max(cq_pool *pool, const char *name,
  * Remove a budget, class or device pool. Refused with CQ_EINUSE while any
  * held grant names it (also one that gave all its units of it back early)
  * or any request waiting names it. Requests built with it
- * fail with CQ_ENOENT from then on. Thread-safe.
+ * fail with CQ_ENOENT from then on. Thread-safe; takes the pool lock
+ * briefly; callable from a callback.
  * Returns 0, CQ_EINVAL, CQ_ENOENT or CQ_EINUSE.
  */
 CQ_EXPORT int cq_resource_remove(cq_pool *pool, const char *name);
@@ -422,14 +495,17 @@ typedef struct cq_resource_stats {
   uint64_t reserved_[8];
 } cq_resource_stats;
 
-/* Snapshot of resource `name`. Returns 0, CQ_EINVAL or CQ_ENOENT. */
+/* Snapshot of resource `name`. Thread-safe; takes the pool lock briefly;
+ * callable from a callback. Returns 0, CQ_EINVAL or CQ_ENOENT. */
 CQ_EXPORT int cq_resource_stats_get(cq_pool *pool, const char *name,
                                     cq_resource_stats *out);
 
 /*
  * Snapshot of every resource, in resource order, all taken at one moment:
  * fills up to `cap` entries and sets *count to how many there are (which
- * may exceed `cap`). Returns 0 or CQ_EINVAL.
+ * may exceed `cap`). Thread-safe; takes the pool lock briefly; callable
+ * from a callback. Returns 0, CQ_EINVAL or CQ_ENOMEM (more than 64
+ * resources, and their list could not be allocated).
  */
 CQ_EXPORT int cq_pool_snapshot(cq_pool *pool, cq_resource_stats *out,
                                size_t cap, size_t *count);
@@ -455,10 +531,12 @@ CQ_EXPORT int cq_pool_snapshot(cq_pool *pool, cq_resource_stats *out,
  * Add a device pool of `count` devices (0 allowed: every request on it then
  * fails as never satisfiable). `ids` gives each device's physical id or UUID,
  * as CUDA_VISIBLE_DEVICES should name it (e.g. "0", "GPU-8e0c..."); NULL
- * names them "0".."count-1". The ids are copied. Thread-safe.
- * Returns 0, CQ_EINVAL (bad name, id empty, too long, with a comma or
- * space, or given to two devices), CQ_ERANGE (count above CQ_DEVICES_MAX),
- * CQ_EEXIST or CQ_ENOMEM.
+ * names them "0".."count-1". The ids are copied. Thread-safe; takes the
+ * pool lock briefly; callable from a callback.
+ * Returns 0, CQ_EINVAL (bad name; an id empty, too long, with a comma, '=',
+ * a blank, a control or a non-ASCII byte, or given to two devices),
+ * CQ_ERANGE (count above CQ_DEVICES_MAX), CQ_EEXIST, CQ_ETOOMANY (as
+ * cq_budget_add()) or CQ_ENOMEM.
  */
 CQ_EXPORT int cq_devices_add(cq_pool *pool, const char *name, size_t count,
                              const char *const *ids);
@@ -467,6 +545,7 @@ CQ_EXPORT int cq_devices_add(cq_pool *pool, const char *name, size_t count,
  * Parse a device amount for configuration and command lines: "0.25" is 250
  * thousandths, "2" or "2.0" is 2000 (two whole devices). At most three
  * decimals: a finer fraction is refused (CQ_ERANGE), never rounded to 0.
+ * Thread-safe; never blocks; callable from a callback.
  * Returns 0, CQ_EINVAL (NULL), CQ_EPARSE (not a decimal number) or
  * CQ_ERANGE (zero, negative, finer than 1/1000, or too large).
  */
@@ -485,7 +564,8 @@ typedef struct cq_device_stats {
   uint64_t reserved_[4];
 } cq_device_stats;
 
-/* Fill *out for device `index` of pool `name`. Thread-safe.
+/* Fill *out for device `index` of pool `name`. Thread-safe; takes the pool
+ * lock briefly; callable from a callback.
  * Returns 0, CQ_EINVAL or CQ_ENOENT (no such pool or device). */
 CQ_EXPORT int cq_device_stats_get(cq_pool *pool, const char *name,
                                   uint32_t index, cq_device_stats *out);
@@ -495,7 +575,8 @@ CQ_EXPORT int cq_device_stats_get(cq_pool *pool, const char *name,
  * holders keep it until they release. Waiters that can then never fit (more
  * whole devices than remain online, or any request when none does) fail
  * with CQ_ENEVER. Bringing it back online grants the waiters that now fit.
- * Thread-safe. Returns 0, CQ_EINVAL or CQ_ENOENT.
+ * Thread-safe; takes the pool lock briefly; runs callbacks; callable from a
+ * callback. Returns 0, CQ_EINVAL or CQ_ENOENT.
  */
 CQ_EXPORT int cq_device_set_online(cq_pool *pool, const char *name,
                                    uint32_t index, int online);
@@ -506,8 +587,9 @@ CQ_EXPORT int cq_device_set_online(cq_pool *pool, const char *name,
 
 /* Options of cq_gpu_detect(); zero means default. */
 typedef struct cq_detect_opts {
-  /* The command to run as `<nvidia_smi> -L`. NULL: $CRONOQ_NVIDIA_SMI if
-   * set, else "nvidia-smi" (looked up in PATH). */
+  /* The command to run as `<nvidia_smi> -L`. NULL: $CRONOQ_NVIDIA_SMI if it
+   * is set and not empty; else, and for "", "nvidia-smi" (looked up in
+   * PATH). */
   const char *nvidia_smi;
   int64_t timeout_ms;        /* for the command; 0: 5000 */
   const cq_allocator *alloc; /* NULL: malloc/realloc/free */
@@ -538,12 +620,21 @@ typedef struct cq_gpu_list {
  *    (or their indices where a line has no UUID).
  * No GPU found is a list of 0. A missing, failing or hung nvidia-smi means no
  * GPUs, not an error. Free the list with cq_gpu_list_free() in every case.
+ * May block: step 3 starts nvidia-smi as a child process and waits for its
+ * output and its exit for up to opts->timeout_ms (5 s by default), then
+ * kills it and waits for it to end. It waits for that child by its pid, so
+ * in a process that reaps every child (SIGCHLD ignored, or waitpid(-1))
+ * step 3 finds nothing. Thread-safe, except against a thread that changes
+ * the environment (it reads it with getenv()); it touches no pool. Not
+ * callable from a callback, since it may block.
  * Returns 0, CQ_EPARSE (an unparsable variable or output; see out->error),
- * CQ_EINVAL or CQ_ENOMEM.
+ * CQ_EINVAL (NULL out, incomplete allocator, a reserved field not zero) or
+ * CQ_ENOMEM.
  */
 CQ_EXPORT int cq_gpu_detect(cq_gpu_list *out, const cq_detect_opts *opts);
 
-/* Free what cq_gpu_detect() allocated; the list becomes empty. */
+/* Free what cq_gpu_detect() allocated; the list becomes empty. Thread-safe
+ * for distinct lists; never blocks; callable from a callback. */
 CQ_EXPORT void cq_gpu_list_free(cq_gpu_list *list);
 
 /* ------------------------------------------------------------------------ */
@@ -567,7 +658,9 @@ typedef struct cq_req {
 
 /*
  * Make `req` an empty request on `pool`. An empty request is always granted
- * at once and holds nothing. Returns 0 or CQ_EINVAL.
+ * at once and holds nothing. It touches only `req`: not thread-safe against
+ * other uses of it (see the end of this header); never blocks; callable
+ * from a callback. Returns 0 or CQ_EINVAL.
  */
 CQ_EXPORT int cq_req_init(cq_req *req, cq_pool *pool);
 
@@ -577,8 +670,10 @@ CQ_EXPORT int cq_req_init(cq_req *req, cq_pool *pool);
  * capacity is checked by every acquire, since capacities can change (a
  * request larger than its budget then fails at once with CQ_ENEVER, its
  * message naming resource, amount and capacity). On failure the request is
- * unchanged and cq_req_error() says why. Not thread-safe against attempts
- * using the same request.
+ * unchanged and cq_req_error() says why. Not thread-safe against other uses
+ * of the same request (attempts with it, other changes; see the end of this
+ * header); takes the pool lock briefly, to look the name up; callable from
+ * a callback.
  * Returns 0, CQ_EINVAL (NULL, not initialised, a device pool or a class),
  * CQ_ENOENT (no such resource), CQ_ERANGE (amount zero or negative),
  * CQ_EEXIST (the request already names it) or CQ_ETOOMANY.
@@ -588,6 +683,8 @@ CQ_EXPORT int cq_req_add(cq_req *req, const char *resource, int64_t amount);
 /*
  * Add a fraction of one device of pool `resource`: `milli` thousandths,
  * 1..CQ_DEVICE_MILLI. The grant holds it on one device, chosen best-fit.
+ * Not thread-safe against other uses of `req`; takes the pool lock briefly;
+ * callable from a callback.
  * Returns as cq_req_add(); CQ_ERANGE for a fraction out of range. (An
  * acquire fails with CQ_ENEVER while the pool has no device online.)
  */
@@ -596,9 +693,10 @@ CQ_EXPORT int cq_req_add_fraction(cq_req *req, const char *resource,
 
 /*
  * Add `count` whole devices of pool `resource`, all or nothing: nothing is
- * held while the request waits. Returns as cq_req_add(). (An acquire fails
- * with CQ_ENEVER while the pool has fewer devices online: `request asks 3
- * devices of gpu but it has 2`.)
+ * held while the request waits. Not thread-safe against other uses of
+ * `req`; takes the pool lock briefly; callable from a callback.
+ * Returns as cq_req_add(). (An acquire fails with CQ_ENEVER while the pool
+ * has fewer devices online: `request asks 3 devices of gpu but it has 2`.)
  */
 CQ_EXPORT int cq_req_add_devices(cq_req *req, const char *resource,
                                  int64_t count);
@@ -606,16 +704,18 @@ CQ_EXPORT int cq_req_add_devices(cq_req *req, const char *resource,
 /*
  * Add an amount given as text, for configuration and command lines: units
  * of a budget ("10"), or for a device pool a fraction ("0.5") or whole
- * devices ("2"); "1.5" is not a valid amount of a device pool. Returns as
- * the calls above, or CQ_EPARSE.
+ * devices ("2"); "1.5" is not a valid amount of a device pool. Not
+ * thread-safe against other uses of `req`; takes the pool lock briefly;
+ * callable from a callback. Returns as the calls above, or CQ_EPARSE.
  */
 CQ_EXPORT int cq_req_add_str(cq_req *req, const char *resource,
                              const char *amount);
 
 /*
  * Give the request a class (see cq_class_add()): each grant of it counts as
- * one worker of the class. Returns as cq_req_add(); CQ_EINVAL if `name` is
- * not a class.
+ * one worker of the class. Not thread-safe against other uses of `req`;
+ * takes the pool lock briefly; callable from a callback.
+ * Returns as cq_req_add(); CQ_EINVAL if `name` is not a class.
  */
 CQ_EXPORT int cq_req_set_class(cq_req *req, const char *name);
 
@@ -626,8 +726,10 @@ CQ_EXPORT int cq_req_set_class(cq_req *req, const char *name);
  * limit keeps its units; it raises CQ_EVENT_OVERDUE and is counted in
  * cq_pool_stats.overdue. With CQ_POOL_BACKFILL the limit lets the request
  * backfill. Requests with a limit always take the pool lock (their grants
- * are kept in order of their ends). Returns 0, CQ_EINVAL (uninitialised
- * request) or CQ_ERANGE (negative).
+ * are kept in order of their ends). Not thread-safe against other uses of
+ * `req`; never blocks; callable from a callback.
+ * Returns 0, CQ_EINVAL (uninitialised request) or CQ_ERANGE (negative, or
+ * above 2^53 ms).
  */
 CQ_EXPORT int cq_req_set_hold_limit(cq_req *req, int64_t limit_ms);
 
@@ -637,15 +739,22 @@ CQ_EXPORT int cq_req_set_hold_limit(cq_req *req, int64_t limit_ms);
  * (see cq_req_add_str()) or `class=name`; blanks around items and `=` are
  * allowed. All or nothing: on failure the request is unchanged and
  * cq_req_error() points at the offending character, e.g.
- * `request spec: expected '=' after "gpu" at column 4`.
+ * `request spec: expected '=' after "gpu" at column 4`. Not thread-safe
+ * against other uses of `req` (it writes the whole request back); takes
+ * the pool lock briefly, per item; callable from a callback.
  * Returns 0, CQ_EPARSE, or an error of the cq_req_add*() calls.
  */
 CQ_EXPORT int cq_req_parse(cq_req *req, const char *spec);
 
-/* Number of resources the request names. */
+/* Number of resources the request names. Not thread-safe against changes
+ * of `req` (attempts with it are fine); never blocks; callable from a
+ * callback. */
 CQ_EXPORT size_t cq_req_count(const cq_req *req);
 
-/* The message of the last failed cq_req_add() on `req`; "" if none. */
+/* Why the last call that changed `req` failed (cq_req_add*(),
+ * cq_req_set_class(), cq_req_set_hold_limit(), cq_req_parse()); "" when it
+ * succeeded. Not thread-safe against changes of `req`; never blocks;
+ * callable from a callback. */
 CQ_EXPORT const char *cq_req_error(const cq_req *req);
 
 /* ------------------------------------------------------------------------ */
@@ -664,7 +773,8 @@ typedef struct cq_grant {
 } cq_grant; /* 2 KiB */
 
 /* sizeof(cq_req) and sizeof(cq_grant) as the library was built, for
- * bindings that allocate them. Thread-safe. */
+ * bindings that allocate them. Thread-safe; never block; callable from a
+ * callback. */
 CQ_EXPORT size_t cq_req_size(void);
 CQ_EXPORT size_t cq_grant_size(void);
 
@@ -674,21 +784,26 @@ CQ_EXPORT size_t cq_grant_size(void);
  * CQ_ECLOSED or CQ_ENEVER (a capacity shrank below the request), in which
  * case nothing is held. It runs exactly once, with no library lock held, on
  * whichever thread completed the attempt: the submitting thread, a thread
- * that released or cancelled, or the pool's timer thread. It may release,
- * cancel, or submit again (the same grant included); it must not block in
- * cq_grant_acquire() or destroy the pool.
+ * whose call decided it (a release, a cancel, a close, a capacity or
+ * device change, cq_pool_expire()), or the pool's timer thread. It may
+ * release, cancel, or submit again (the same grant included); it must not
+ * block in cq_grant_acquire() or anything else, nor destroy the pool.
  */
 typedef void (*cq_grant_cb)(cq_grant *grant, int status);
 
-/* Reset `grant` to the idle state. Never on a waiting or held grant. */
+/* Reset `grant` to the idle state. Never on a waiting or held grant (see
+ * the end of this header). It touches only `grant`; never blocks; callable
+ * from a callback. */
 CQ_EXPORT void cq_grant_init(cq_grant *grant);
 
 /*
  * Try to acquire `req` without waiting. Either everything is granted at
  * once (returns 0; release it later) or nothing: CQ_EBUSY when the units are
  * not free, or are withheld for an older waiter (a try never overtakes a
- * waiter that has claimed what it needs). Never waits, thread-safe, callable
- * from a callback.
+ * waiter that has claimed what it needs). Thread-safe; never waits for
+ * units: lock-free when it can, else takes the pool lock briefly; runs
+ * callbacks (a lock-free try that fails midway gives units back, which may
+ * grant a waiter); callable from a callback.
  * Returns 0, CQ_EBUSY, CQ_ENEVER (details in cq_grant_error()), CQ_ENOENT
  * (a resource was removed), CQ_ECLOSED, CQ_EPOOL, CQ_ESTATE (grant in use) or
  * CQ_EINVAL.
@@ -699,8 +814,12 @@ CQ_EXPORT int cq_grant_try(cq_pool *pool, cq_grant *grant, const cq_req *req);
  * Acquire `req`, waiting until it is granted or `deadline_ms` passes
  * (absolute, on the pool's clock; CQ_NEVER to wait without limit, a past
  * deadline for one attempt without waiting). The waiting request can be
- * cancelled from another thread with cq_grant_cancel(). May block;
- * thread-safe; never call it from a callback.
+ * cancelled from another thread with cq_grant_cancel(). Thread-safe. May
+ * block until it is granted, the deadline passes (with
+ * CQ_POOL_MANUAL_TIMERS, only cq_pool_expire() passes it), it is cancelled,
+ * the pool closes or a capacity shrinks below it; it waits on a semaphore
+ * of its own, holding no lock. Lock-free when it can, else takes the pool
+ * lock briefly; runs callbacks. Not callable from a callback.
  * Returns 0 (granted), CQ_ETIMEDOUT, CQ_ECANCELED, CQ_ECLOSED, CQ_ENEVER,
  * CQ_ENOENT, CQ_EPOOL, CQ_ESTATE, CQ_EINVAL or CQ_ESYS.
  */
@@ -711,7 +830,10 @@ CQ_EXPORT int cq_grant_acquire(cq_pool *pool, cq_grant *grant,
  * Acquire `req` without blocking the caller: returns at once, and `cb` runs
  * exactly once with the outcome (see cq_grant_cb), possibly before this
  * returns when the request fits at once. If this returns < 0 the callback
- * never runs and nothing changed. Thread-safe; callable from a callback.
+ * never runs and nothing changed. Thread-safe; never waits for units:
+ * lock-free when it can, else takes the pool lock briefly; may start the
+ * pool's timer thread; runs callbacks (this one's included); callable from
+ * a callback.
  * Returns 0, CQ_ENEVER, CQ_ENOENT, CQ_ECLOSED, CQ_EPOOL, CQ_ESTATE, CQ_EINVAL
  * or CQ_ESYS (the timer thread could not be started).
  */
@@ -720,9 +842,11 @@ CQ_EXPORT int cq_grant_submit(cq_pool *pool, cq_grant *grant, const cq_req *req,
 
 /*
  * Cancel a waiting attempt. If it still waits it ends with CQ_ECANCELED: a
- * blocked cq_grant_acquire() returns that, or the callback runs with it
- * (on this thread, before this returns). Nothing is held afterwards.
- * Thread-safe; callable from a callback.
+ * blocked cq_grant_acquire() returns that, or the callback runs with it on
+ * this thread (see "Runs callbacks" at the top), and nothing is held. An
+ * attempt already decided is left as it is. Thread-safe, also against the
+ * grant's owner; takes the pool lock briefly; runs callbacks; callable from
+ * a callback.
  * Returns 0 when it cancelled, CQ_ESTATE when the grant was not waiting
  * (already granted, finished or never started), CQ_EPOOL or CQ_EINVAL.
  */
@@ -733,15 +857,18 @@ CQ_EXPORT int cq_grant_cancel(cq_pool *pool, cq_grant *grant);
  * CQ_ETIMEDOUT or CQ_ECLOSED. For hosts that keep their own timers or
  * close their own part of a pool, such as the libuv adapter. Same rules and
  * returns as cq_grant_cancel(), and CQ_EINVAL for another status.
+ * Thread-safe, also against the grant's owner; takes the pool lock briefly;
+ * runs callbacks; callable from a callback.
  */
 CQ_EXPORT int cq_grant_abort(cq_pool *pool, cq_grant *grant, int status);
 
 /*
  * Release a held grant: every unit it holds returns to the pool at once and
  * the waiters that now fit are granted. Releasing twice, or into another
- * pool, is refused and changes nothing. Thread-safe; callable from a
- * callback; callbacks of waiters granted by this release may run on this
- * thread before it returns.
+ * pool, is refused and changes nothing. Thread-safe, one call per grant
+ * at a time (see the end of this header); lock-free when it can, else takes
+ * the pool lock briefly; runs callbacks (of the waiters it granted);
+ * callable from a callback.
  * Returns 0, CQ_ESTATE (not held), CQ_EPOOL or CQ_EINVAL.
  */
 CQ_EXPORT int cq_grant_release(cq_pool *pool, cq_grant *grant);
@@ -751,9 +878,11 @@ CQ_EXPORT int cq_grant_release(cq_pool *pool, cq_grant *grant);
  * The grant keeps the rest, and cq_grant_release() later returns only that.
  * It stays held, also when it comes to hold nothing. A lone grant (see
  * CQ_BUDGET_LONE) keeps its budget to itself until it is released.
- * Thread-safe; callable from a callback.
+ * Thread-safe, one call per grant at a time; takes the pool lock briefly;
+ * runs callbacks; callable from a callback.
  * Returns 0, CQ_ESTATE (not held), CQ_ENOENT (the grant holds no such
- * resource), CQ_ERANGE (amount not in 1..held), CQ_EPOOL or CQ_EINVAL.
+ * resource), CQ_ERANGE (amount not in 1..held), CQ_EPOOL or CQ_EINVAL
+ * (also for a device pool: see cq_grant_release_device()).
  */
 CQ_EXPORT int cq_grant_release_part(cq_pool *pool, cq_grant *grant,
                                     const char *resource, int64_t amount);
@@ -761,7 +890,9 @@ CQ_EXPORT int cq_grant_release_part(cq_pool *pool, cq_grant *grant,
 /*
  * Return part of a held device grant early: `milli` thousandths on device
  * `index` (a fraction grant's device), or a whole device (milli =
- * CQ_DEVICE_MILLI) of a whole-device grant. Thread-safe.
+ * CQ_DEVICE_MILLI) of a whole-device grant. Thread-safe, one call per
+ * grant at a time; takes the pool lock briefly; runs callbacks; callable
+ * from a callback.
  * Returns 0, CQ_ESTATE, CQ_EPOOL, CQ_EINVAL, CQ_ENOENT (no such device, or
  * the grant holds nothing there) or CQ_ERANGE (more than held, or part of a
  * whole device).
@@ -772,8 +903,10 @@ CQ_EXPORT int cq_grant_release_device(cq_pool *pool, cq_grant *grant,
 
 /*
  * The devices a held grant has on pool `resource` (NULL: the first device
- * pool it names): up to `cap` indices into `indices`, lowest first. Returns
- * how many it holds (which may exceed `cap`), 0 if none.
+ * pool it names): up to `cap` indices into `indices`, lowest first.
+ * Thread-safe, but not against a release of the grant or a new attempt
+ * with it; takes the pool lock briefly; callable from a callback.
+ * Returns how many it holds (which may exceed `cap`), 0 if none.
  */
 CQ_EXPORT size_t cq_grant_devices(const cq_grant *grant, const char *resource,
                                   uint32_t *indices, size_t cap);
@@ -781,22 +914,31 @@ CQ_EXPORT size_t cq_grant_devices(const cq_grant *grant, const char *resource,
 /*
  * Format the value of CUDA_VISIBLE_DEVICES for a held grant's devices on
  * pool `resource` (NULL: the first device pool it names): their ids, comma
- * separated, as the pool was created with. Returns 0, CQ_ENOENT (no devices
- * held there), CQ_ERANGE (buffer too small; it holds "") or CQ_EINVAL.
+ * separated, as the pool was created with. Thread-safe, but not against a
+ * release of the grant or a new attempt with it; takes the pool lock
+ * briefly; callable from a callback.
+ * Returns 0, CQ_ENOENT (no devices held there), CQ_ERANGE (buffer too small;
+ * it holds "") or CQ_EINVAL.
  */
 CQ_EXPORT int cq_grant_cuda_visible(const cq_grant *grant, const char *resource,
                                     char *buf, size_t len);
 
 /* Units of `resource` the grant holds now (thousandths for a device pool);
- * 0 if none or not held. */
+ * 0 if none or not held. Thread-safe, but not against a release of the
+ * grant or a new attempt with it; takes the pool lock briefly; callable
+ * from a callback. */
 CQ_EXPORT int64_t cq_grant_held(const cq_grant *grant, const char *resource);
 
-/* Whether the grant holds units now (1) or not (0). */
+/* Whether the grant is held (1), also when it gave every unit back early or
+ * its request was empty, or not (0). Thread-safe; never blocks; callable
+ * from a callback. */
 CQ_EXPORT int cq_grant_is_held(const cq_grant *grant);
 
 /*
  * The detail of the last failed attempt with this grant, such as
- * `request asks warehouse-db:12 but its capacity is 10`; "" if none.
+ * `request asks warehouse-db:12 but its capacity is 10`; "" if none. Not
+ * thread-safe against an attempt with the same grant (it reads the message
+ * without a lock); never blocks; callable from a callback.
  */
 CQ_EXPORT const char *cq_grant_error(const cq_grant *grant);
 
@@ -808,7 +950,8 @@ CQ_EXPORT const char *cq_grant_error(const cq_grant *grant);
  * Headroom: how many more copies of `req` could be granted right now, one
  * after another, counting class caps and what is withheld or reserved for
  * waiters. A host uses it to decide how many workers to start. *copies is
- * INT64_MAX for an empty request. Thread-safe.
+ * INT64_MAX for an empty request. Thread-safe; takes the pool lock briefly;
+ * callable from a callback.
  * Returns 0, CQ_EINVAL, CQ_EPOOL, CQ_ENOENT (a resource was removed) or
  * CQ_ENEVER (the request can never fit; *copies is 0).
  */
@@ -829,7 +972,9 @@ typedef void (*cq_problem_fn)(size_t task, int err, const char *message,
  * Startup validation of a whole set of tasks: reports every request that can
  * never fit, each with a message naming the task and the resource, e.g.
  * `task "predict" requires gpu:8 but the pool only has 1`. It does not stop
- * at the first problem. Thread-safe.
+ * at the first problem. `fn` runs on the calling thread with no lock held,
+ * so it may call the library. Thread-safe; takes the pool lock briefly,
+ * once per task; callable from a callback.
  * Returns 0 when every task can run, CQ_ENEVER (or CQ_ENOENT, CQ_EPOOL for
  * the first such problem) otherwise, or CQ_EINVAL.
  */
@@ -864,7 +1009,8 @@ typedef struct cq_room {
  * Room query: what is free for a new job, per budget and device pool,
  * after reservations. `job_class` (may be NULL) is the class that caps the
  * number of jobs; when it is at its cap the room is CQ_ROOM_NONE, as it is
- * when any budget has nothing open. Thread-safe.
+ * when any budget has nothing open. Thread-safe; takes the pool lock
+ * briefly; callable from a callback.
  * Returns 0, CQ_EINVAL or CQ_ENOENT (no such class).
  */
 CQ_EXPORT int cq_pool_room(cq_pool *pool, const char *job_class, cq_room *out);
@@ -880,7 +1026,11 @@ CQ_EXPORT int cq_pool_room(cq_pool *pool, const char *job_class, cq_room *out);
  * - `name:class=N` adds a class of N workers.
  * All or nothing: on failure nothing is added and `err` (may be NULL) says
  * what and where, e.g. `resource spec: expected '=' after "warehouse-db" at
- * column 13`. Thread-safe.
+ * column 13`; the one exception is a resource it added that another thread
+ * began to use before this call failed: that one stays. Thread-safe; takes
+ * the pool lock briefly, per item. With `gpu=auto` it may block in
+ * cq_gpu_detect() and is then not callable from a callback; otherwise it
+ * is.
  * Returns 0, CQ_EPARSE, CQ_EEXIST (a name is taken or repeated), CQ_ERANGE,
  * CQ_ENOMEM, CQ_ETOOMANY (the pool's table is full) or CQ_EINVAL.
  */
@@ -896,8 +1046,10 @@ typedef int (*cq_write_fn)(const char *text, size_t len, void *arg);
  * format (version 0.0.4): metric names prefixed `cronoq_`, labels
  * `resource`, `device` and `class`. A host serves it on its metrics
  * endpoint. The snapshot is taken at one moment; `write` is called after,
- * without the lock. Returns 0, CQ_EINVAL, CQ_ENOMEM, or what `write`
- * returned when it stopped.
+ * on the calling thread without the lock, so it may call the library.
+ * Thread-safe; takes the pool lock briefly, and allocates the snapshot
+ * under it; callable from a callback.
+ * Returns 0, CQ_EINVAL, CQ_ENOMEM, or what `write` returned when it stopped.
  */
 CQ_EXPORT int cq_pool_write_metrics(cq_pool *pool, cq_write_fn write,
                                     void *arg);
