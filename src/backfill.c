@@ -29,7 +29,11 @@
  * granted while now < S if it ends by S, or if H still fits the projection
  * with g placed where it would go.
  */
-#include "cq_internal.h"
+#include "pool.h"
+
+#include "place.h"
+
+#include <string.h>
 
 static struct cq__grant *lim_grant(const cq__rbnode *n) {
   return CQ__CONTAINER_OF(n, struct cq__grant, lnode);
@@ -57,7 +61,7 @@ static int lim_cmp(const cq__rbnode *a, const cq__rbnode *b) {
 /* Whether the projection of the head's state is current. */
 static bool proj_valid(const cq_pool *p) {
   return (p->flags & CQ_POOL_BACKFILL) && !p->bf.dirty && p->bf.S != CQ_NEVER &&
-         p->queue_head != NULL && p->queue_head->seq == p->bf.head_seq;
+         p->q.head != NULL && p->q.head->seq == p->bf.head_seq;
 }
 
 /* Add `sign` times what held grant g holds on the head's resources. */
@@ -132,7 +136,7 @@ static void proj_start(cq_pool *p, const struct cq__grant *h) {
  */
 static int64_t proj_walk(cq_pool *p, const struct cq__grant *h, int64_t now,
                          int64_t until, bool stop) {
-  cq__rbnode *n = cq__rb_first(&p->limits);
+  cq__rbnode *n = cq__rb_first(&p->bf.limits);
   while (n != NULL && lim_grant(n)->limit_end <= now)
     n = cq__rb_next(n);
   while (n != NULL && lim_grant(n)->limit_end <= until) {
@@ -148,7 +152,7 @@ static int64_t proj_walk(cq_pool *p, const struct cq__grant *h, int64_t now,
 /* The head, with its shadow time and projection current; NULL if the
  * queue is empty. */
 static const struct cq__grant *refresh(cq_pool *p, int64_t now) {
-  const struct cq__grant *h = p->queue_head;
+  const struct cq__grant *h = p->q.head;
   if (h == NULL)
     return NULL;
   if (h->seq != p->bf.head_seq) {
@@ -166,7 +170,7 @@ static const struct cq__grant *refresh(cq_pool *p, int64_t now) {
     proj_walk(p, h, now, p->bf.S, false);
   }
   p->bf.S = s < p->bf.S ? s : p->bf.S;
-  p->bf.epoch = p->next_gseq;
+  p->bf.epoch = p->bf.next_gseq;
   p->bf.dirty = false;
   p->bf.kick = true;
   return h;
@@ -177,7 +181,7 @@ static const struct cq__grant *refresh(cq_pool *p, int64_t now) {
 /* ------------------------------------------------------------------------ */
 
 void cq__limit_granted(cq_pool *p, struct cq__grant *g, int64_t now) {
-  g->gseq = p->next_gseq++;
+  g->gseq = p->bf.next_gseq++;
   g->overdue = 0;
   g->limited = 0;
   /* The request may be gone once granted: keep what is needed of it. */
@@ -185,9 +189,9 @@ void cq__limit_granted(cq_pool *p, struct cq__grant *g, int64_t now) {
   g->limit_ms = limit;
   if (limit > 0) {
     g->limit_end = now < INT64_MAX - limit ? now + limit : INT64_MAX - 1;
-    cq__rb_insert(&p->limits, &g->lnode, lim_cmp);
+    cq__rb_insert(&p->bf.limits, &g->lnode, lim_cmp);
     g->limited = 1;
-    cq__timer_kick(p, g->limit_end);
+    cq__timer_kick(&p->timer, g->limit_end);
   }
   /* Holding past S (or for ever), it takes from what the head will have. */
   if (proj_valid(p) && (!g->limited || g->limit_end > p->bf.S))
@@ -197,7 +201,7 @@ void cq__limit_granted(cq_pool *p, struct cq__grant *g, int64_t now) {
 void cq__limit_released(cq_pool *p, struct cq__grant *g) {
   bool counted = g->limited && !g->overdue;
   if (g->limited) {
-    cq__rb_remove(&p->limits, &g->lnode);
+    cq__rb_remove(&p->bf.limits, &g->lnode);
     g->limited = 0;
   }
   if (!proj_valid(p))
@@ -208,25 +212,31 @@ void cq__limit_released(cq_pool *p, struct cq__grant *g) {
     proj_apply(p, g, +1); /* taken off at its grant: give it back */
 }
 
+void cq__bf_init(struct cq__bf *bf) {
+  memset(bf, 0, sizeof(*bf));
+  bf->next_gseq = 1;
+  bf->S = CQ_NEVER;
+}
+
 void cq__bf_invalidate(cq_pool *p) { p->bf.dirty = true; }
 
 void cq__limits_expire(cq_pool *p, int64_t now) {
   cq__rbnode *n;
-  while ((n = cq__rb_first(&p->limits)) != NULL) {
+  while ((n = cq__rb_first(&p->bf.limits)) != NULL) {
     struct cq__grant *g = lim_grant(n);
     if (g->limit_end > now)
       break;
-    cq__rb_remove(&p->limits, n);
+    cq__rb_remove(&p->bf.limits, n);
     g->limited = 0;
     g->overdue = 1;
-    p->overdue++;
+    p->bf.overdue++;
     p->bf.dirty = true; /* it holds for ever now */
     cq__event(p, CQ_EVENT_OVERDUE, g, NULL, g->limit_ms);
   }
 }
 
 int64_t cq__limits_first(const cq_pool *p) {
-  cq__rbnode *n = cq__rb_first(&p->limits);
+  cq__rbnode *n = cq__rb_first(&p->bf.limits);
   return n != NULL ? lim_grant(n)->limit_end : CQ_NEVER;
 }
 
@@ -248,7 +258,7 @@ static bool lone_item(const struct cq__grant *g, unsigned i) {
 }
 
 bool cq__bf_allows(cq_pool *p, struct cq__grant *g, int64_t now) {
-  const struct cq__grant *h = p->queue_head;
+  const struct cq__grant *h = p->q.head;
   int64_t limit = g->req->limit_ms;
   if (limit <= 0)
     return false;
@@ -302,6 +312,6 @@ void cq__bf_head_granted(cq_pool *p, const struct cq__grant *g, int64_t now) {
   if (g->seq != p->bf.head_seq)
     return;
   if (p->bf.S != CQ_NEVER && now > p->bf.S)
-    p->late_heads++;
+    p->bf.late_heads++;
   p->bf.head_seq = 0;
 }

@@ -1,24 +1,41 @@
-/*
- * The event hook. Events are recorded under the pool lock into a ring, in
- * the order they happen, and delivered after the lock is dropped by the
- * thread that just used the pool. One thread delivers at a time (the others
- * leave their events to it), so the hook sees them in order. If the hook
- * falls behind by more than the ring holds, the oldest are dropped and
- * counted.
- */
-#include "cq_internal.h"
+/* The event hook's ring (event.h says how events travel). */
+#include "pool.h"
+
+#include <string.h>
+
+int cq__events_init(struct cq__events *e, const cq_allocator *a,
+                    cq_event_fn hook, void *arg, uint32_t cap) {
+  e->hook = hook;
+  e->arg = arg;
+  e->ring = NULL;
+  e->cap = e->head = e->count = 0;
+  e->delivering = false;
+  e->dropped = 0;
+  if (hook == NULL)
+    return 0;
+  e->cap = cap ? cap : 4096;
+  e->ring = cq__alloc(a, e->cap * sizeof(*e->ring));
+  return e->ring != NULL ? 0 : CQ_ENOMEM;
+}
+
+void cq__events_free(struct cq__events *e, const cq_allocator *a) {
+  cq__free(a, e->ring);
+  e->ring = NULL;
+}
 
 void cq__event(cq_pool *p, cq_event_type type, const struct cq__grant *g,
                const struct cq__res *r, int64_t wait_ms) {
-  if (p->on_event == NULL)
+  struct cq__events *e = &p->ev;
+  if (e->hook == NULL)
     return;
-  if (p->ev_count == p->ev_cap) {
-    p->ev_head = (p->ev_head + 1) % p->ev_cap;
-    p->ev_count--;
-    p->events_dropped++;
+  if (e->count == e->cap) {
+    e->head = (e->head + 1) % e->cap;
+    e->count--;
+    e->dropped++;
   }
-  cq_event *ev = &p->events[(p->ev_head + p->ev_count) % p->ev_cap];
-  p->ev_count++;
+  cq_event *ev = &e->ring[(e->head + e->count) % e->cap];
+  e->count++;
+  memset(ev, 0, sizeof(*ev));
   ev->type = type;
   ev->attempt = g != NULL ? g->seq : 0;
   ev->data = g != NULL ? cq__grant_pub((struct cq__grant *)g)->data : NULL;
@@ -28,22 +45,23 @@ void cq__event(cq_pool *p, cq_event_type type, const struct cq__grant *g,
 }
 
 void cq__events_deliver(cq_pool *p) {
-  if (p == NULL || p->on_event == NULL)
+  struct cq__events *e = &p->ev;
+  if (e->hook == NULL)
     return;
   cq__mutex_lock(&p->lock);
-  if (p->ev_delivering) {
+  if (e->delivering) {
     cq__mutex_unlock(&p->lock);
     return;
   }
-  p->ev_delivering = true;
-  while (p->ev_count > 0) {
-    cq_event ev = p->events[p->ev_head];
-    p->ev_head = (p->ev_head + 1) % p->ev_cap;
-    p->ev_count--;
+  e->delivering = true;
+  while (e->count > 0) {
+    cq_event ev = e->ring[e->head];
+    e->head = (e->head + 1) % e->cap;
+    e->count--;
     cq__mutex_unlock(&p->lock);
-    p->on_event(&ev, p->event_arg);
+    e->hook(&ev, e->arg);
     cq__mutex_lock(&p->lock);
   }
-  p->ev_delivering = false;
+  e->delivering = false;
   cq__mutex_unlock(&p->lock);
 }

@@ -1,65 +1,24 @@
 /*
- * Grants: the acquire styles (try, blocking, callback), cancel, release,
- * and the dispatch of callbacks.
+ * Grants through the API: the acquire styles (try, blocking, callback),
+ * cancel, release, partial release, and what a held grant holds.
  *
- * A grant moves IDLE -> WAITING -> HELD -> IDLE, or IDLE -> HELD -> IDLE when
- * the request fits at once, or WAITING -> IDLE when it times out, is
- * cancelled, the pool closes or a capacity shrinks below it. Every
- * transition happens under the pool lock. Whoever makes a waiting grant
- * leave that state tells its owner: a blocked thread is signalled on its own
- * condition variable (no broadcast, so a thread wakes only for its own
- * outcome), a callback is queued and run after the lock is dropped.
+ * Each call checks its arguments, takes the pool lock, asks the policy one
+ * thing (policy.h), drops the lock and delivers what was decided (outbox.h).
+ * Requests of budgets only are first tried without the lock, and their
+ * grants released without it (the policy's lock-free clause).
  *
- * Callbacks may call back into the library, also to release and so grant
- * further callbacks. To keep the stack flat, a thread already running
- * callbacks appends new ones to its own list instead of recursing; the
- * outermost dispatch loop runs them in order.
+ * Whoever makes a waiting grant leave that state tells its owner: a blocked
+ * thread is posted on its own semaphore (no broadcast, so a thread wakes
+ * only for its own outcome), a callback is queued and run after the lock
+ * is dropped.
  */
-#include "cq_internal.h"
+#include "pool.h"
+
+#include "place.h"
+#include "validate.h"
 
 #include <sched.h>
 #include <string.h>
-
-static _Thread_local struct {
-  bool active;
-  struct cq__grant *head;
-  struct cq__grant **tail;
-} tl_dispatch;
-
-void cq__ctx_wake(struct cq__ctx *c) {
-  while (c->wake != NULL) {
-    struct cq__grant *g = c->wake;
-    c->wake = g->ready_next;
-    struct cq__waitsync *w = g->sync;
-    atomic_store_explicit(&w->signalling, true, memory_order_relaxed);
-    (void)sem_post(&w->sem);
-    atomic_store_explicit(&w->signalling, false, memory_order_release);
-  }
-}
-
-void cq__ctx_finish(struct cq__ctx *c) {
-  cq__ctx_wake(c);
-  cq__events_deliver(c->pool);
-  if (c->ready_head == NULL)
-    return;
-  if (tl_dispatch.tail == NULL)
-    tl_dispatch.tail = &tl_dispatch.head;
-  *tl_dispatch.tail = c->ready_head;
-  tl_dispatch.tail = c->ready_tail;
-  if (tl_dispatch.active)
-    return;
-  tl_dispatch.active = true;
-  while (tl_dispatch.head != NULL) {
-    struct cq__grant *g = tl_dispatch.head;
-    tl_dispatch.head = g->ready_next;
-    if (tl_dispatch.head == NULL)
-      tl_dispatch.tail = &tl_dispatch.head;
-    g->ready_next = NULL;
-    /* After the callback starts, g belongs to the caller again. */
-    g->cb(cq__grant_pub(g), g->status);
-  }
-  tl_dispatch.active = false;
-}
 
 size_t cq_grant_size(void) { return sizeof(cq_grant); }
 
@@ -97,11 +56,11 @@ static int check_attempt(cq_pool *pool, cq_grant *grant, const cq_req *req,
  * then under the lock, checking the pool and the request as they are now.
  * Returns 1 when granted without the lock (nothing else to do), 0 when the
  * lock is held and the grant is bound to a fresh, undecided attempt, or an
- * error with the lock released. Sweeps owed along the way go into `ctx`,
- * which the caller finishes in every case.
+ * error with the lock released and `o` flushed. What the policy decided
+ * along the way goes into `o`.
  */
 static int attempt_begin(cq_pool *pool, cq_grant *grant, const cq_req *req,
-                         struct cq__grant **out, struct cq__ctx *ctx) {
+                         struct cq__grant **out, struct cq__outbox *o) {
   struct cq__grant *g;
   const struct cq__req *r;
   int rc = check_attempt(pool, grant, req, &g, &r);
@@ -114,10 +73,10 @@ static int attempt_begin(cq_pool *pool, cq_grant *grant, const cq_req *req,
    * ordered; with backfill too, where the shadow time sees every grant. */
   if ((r->flags & CQ__REQ_LOCKFREE) && cq__pool_lockfree(pool) &&
       !atomic_load_explicit(&pool->closed, memory_order_relaxed)) {
-    taken = cq__lockfree_take(g, r, &uncounted);
+    taken = cq__policy_fast_acquire(g, r, &uncounted);
     if (taken == 1) {
       g->pool = pool;
-      g->req = r;
+      g->req = NULL;
       g->status = 0;
       g->msg[0] = '\0';
       cq__gstate_set(g, CQ__G_HELD);
@@ -125,76 +84,68 @@ static int attempt_begin(cq_pool *pool, cq_grant *grant, const cq_req *req,
     }
   }
   cq__mutex_lock(&pool->lock);
-  for (unsigned i = 0; uncounted != 0; i++, uncounted >>= 1)
-    if (uncounted & 1)
-      r->items[i].res->grants_total--; /* harvested before it was undone */
-  if (taken < 0) {
-    /* Units taken for a moment went back to a contended budget. */
-    for (unsigned i = 0; i < r->n_items; i++)
-      if (r->items[i].res->blocked.count != 0)
-        cq__res_mark_dirty(pool, r->items[i].res, 0);
-    cq__sweep(pool, ctx);
-  }
+  if (taken < 0 || uncounted != 0)
+    cq__policy_fast_failed(pool, r, uncounted, taken < 0, o);
   if (atomic_load_explicit(&pool->closed, memory_order_relaxed))
     rc = CQ_ECLOSED;
   else
-    rc = cq__req_validate(pool, r, g->msg);
+    rc = cq__validate(r, g->msg);
   /* A grant with a hold limit needs the timer that marks it overdue. */
-  if (rc == 0 && r->limit_ms > 0)
-    rc = cq__timer_ensure(pool);
+  if (rc == 0 && r->limit_ms > 0 && !(pool->flags & CQ_POOL_MANUAL_TIMERS))
+    rc = cq__timer_ensure(&pool->timer);
   if (rc != 0) {
+    CQ__POLICY_CHECK(pool);
     cq__mutex_unlock(&pool->lock);
+    cq__outbox_flush(o);
     return rc;
   }
-  cq__attempt_start(pool, g, r);
+  cq__policy_bind(pool, g, r);
   return 0;
+}
+
+/* End an operation begun under the lock: drop the lock, deliver. */
+static int finish(cq_pool *pool, struct cq__outbox *o, int rc) {
+  CQ__POLICY_CHECK(pool);
+  cq__mutex_unlock(&pool->lock);
+  cq__outbox_flush(o);
+  return rc;
 }
 
 int cq_grant_try(cq_pool *pool, cq_grant *grant, const cq_req *req) {
   struct cq__grant *g;
-  struct cq__ctx ctx;
-  cq__ctx_init(&ctx, pool);
-  int rc = attempt_begin(pool, grant, req, &g, &ctx);
-  if (rc == 0) {
-    if (!cq__arrival_try(pool, g))
-      rc = CQ_EBUSY;
-    cq__mutex_unlock(&pool->lock);
-  }
-  cq__ctx_finish(&ctx);
-  return rc == 1 ? 0 : rc;
+  struct cq__outbox o;
+  cq__outbox_init(&o, pool);
+  int rc = attempt_begin(pool, grant, req, &g, &o);
+  if (rc != 0)
+    return rc == 1 ? 0 : rc;
+  return finish(pool, &o, cq__policy_arrive(pool, g) ? 0 : CQ_EBUSY);
 }
 
 int cq_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
                      int64_t deadline_ms) {
   struct cq__grant *g;
-  struct cq__ctx ctx;
-  cq__ctx_init(&ctx, pool);
-  int rc = attempt_begin(pool, grant, req, &g, &ctx);
-  if (rc != 0) {
-    cq__ctx_finish(&ctx);
+  struct cq__outbox o;
+  cq__outbox_init(&o, pool);
+  int rc = attempt_begin(pool, grant, req, &g, &o);
+  if (rc != 0)
     return rc == 1 ? 0 : rc;
-  }
-  if (cq__arrival_try(pool, g))
-    goto out;
-  if (deadline_ms != CQ_NEVER && cq__pool_now(pool) >= deadline_ms) {
-    rc = CQ_ETIMEDOUT;
-    goto out;
-  }
+  if (cq__policy_arrive(pool, g))
+    return finish(pool, &o, 0);
+  if (deadline_ms != CQ_NEVER && cq__pool_now(pool) >= deadline_ms)
+    return finish(pool, &o, CQ_ETIMEDOUT);
 
   struct cq__waitsync sync;
   atomic_init(&sync.signalling, false);
-  if (sem_init(&sync.sem, 0, 0) != 0) {
-    rc = CQ_ESYS;
-    goto out;
-  }
+  if (sem_init(&sync.sem, 0, 0) != 0)
+    return finish(pool, &o, CQ_ESYS);
   bool self_timed =
       !(pool->flags & CQ_POOL_MANUAL_TIMERS) && deadline_ms != CQ_NEVER;
   g->style = CQ__STYLE_BLOCKING;
   g->sync = &sync;
-  g->deadline_ms = deadline_ms;
-  cq__enqueue(pool, g, &ctx);
+  cq__policy_enqueue(pool, g, deadline_ms, &o);
+  CQ__POLICY_CHECK(pool);
   cq__mutex_unlock(&pool->lock);
-  cq__ctx_wake(&ctx); /* this very thread, if it fit after all */
+  cq__outbox_wake(&o); /* this very thread, if it fit after all */
 
   /* One post per attempt, by whoever decides its outcome. */
   while (cq__sem_wait(&sync.sem, self_timed ? deadline_ms : CQ_NEVER) != 0) {
@@ -203,12 +154,11 @@ int cq_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
     /* Our deadline passed: leave, unless someone decided meanwhile; either
      * way the post follows. */
     cq__mutex_lock(&pool->lock);
-    if (cq__gstate(g) == CQ__G_WAITING) {
-      cq__waiter_leave(pool, g, CQ_ETIMEDOUT, &ctx);
-      cq__sweep(pool, &ctx);
-    }
+    if (cq__gstate(g) == CQ__G_WAITING)
+      cq__policy_leave(pool, g, CQ_ETIMEDOUT, &o);
+    CQ__POLICY_CHECK(pool);
     cq__mutex_unlock(&pool->lock);
-    cq__ctx_wake(&ctx); /* this thread (timed out) and any it granted */
+    cq__outbox_wake(&o); /* this thread (timed out) and any it granted */
   }
   /* The post came after the outcome was written; the poster may still be
    * inside sem_post(). */
@@ -217,19 +167,8 @@ int cq_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
   rc = cq__gstate(g) == CQ__G_HELD ? 0 : g->status;
   g->sync = NULL;
   (void)sem_destroy(&sync.sem);
-  cq__ctx_finish(&ctx);
+  cq__outbox_flush(&o);
   return rc;
-
-out:
-  cq__mutex_unlock(&pool->lock);
-  cq__ctx_finish(&ctx);
-  return rc;
-}
-
-static void ctx_push(struct cq__ctx *ctx, struct cq__grant *g) {
-  g->ready_next = NULL;
-  *ctx->ready_tail = g;
-  ctx->ready_tail = &g->ready_next;
 }
 
 int cq_grant_submit(cq_pool *pool, cq_grant *grant, const cq_req *req,
@@ -237,35 +176,31 @@ int cq_grant_submit(cq_pool *pool, cq_grant *grant, const cq_req *req,
   if (cb == NULL)
     return CQ_EINVAL;
   struct cq__grant *g;
-  struct cq__ctx ctx;
-  cq__ctx_init(&ctx, pool);
-  int rc = attempt_begin(pool, grant, req, &g, &ctx);
-  if (rc < 0) {
-    cq__ctx_finish(&ctx); /* refused: the callback will not run */
-    return rc;
-  }
+  struct cq__outbox o;
+  cq__outbox_init(&o, pool);
+  int rc = attempt_begin(pool, grant, req, &g, &o);
+  if (rc < 0)
+    return rc; /* refused: the callback will not run */
   g->cb = cb;
   g->style = CQ__STYLE_CALLBACK;
-  if (rc == 1) {
-    ctx_push(&ctx, g);
-    cq__ctx_finish(&ctx);
+  if (rc == 1) { /* granted without the lock */
+    cq__outbox_call(&o, g);
+    cq__outbox_flush(&o);
     return 0;
   }
-  if (cq__arrival_try(pool, g)) {
+  if (cq__policy_arrive(pool, g)) {
     g->status = 0;
-    ctx_push(&ctx, g);
+    cq__outbox_call(&o, g);
   } else if (deadline_ms != CQ_NEVER && cq__pool_now(pool) >= deadline_ms) {
     g->status = CQ_ETIMEDOUT;
-    ctx_push(&ctx, g);
-  } else if (deadline_ms == CQ_NEVER || (rc = cq__timer_ensure(pool)) == 0) {
-    g->deadline_ms = deadline_ms;
-    cq__enqueue(pool, g, &ctx);
+    cq__outbox_call(&o, g);
+  } else if (deadline_ms == CQ_NEVER || (pool->flags & CQ_POOL_MANUAL_TIMERS) ||
+             (rc = cq__timer_ensure(&pool->timer)) == 0) {
+    cq__policy_enqueue(pool, g, deadline_ms, &o);
     if (deadline_ms != CQ_NEVER)
-      cq__timer_kick(pool, deadline_ms);
+      cq__timer_kick(&pool->timer, deadline_ms);
   }
-  cq__mutex_unlock(&pool->lock);
-  cq__ctx_finish(&ctx);
-  return rc;
+  return finish(pool, &o, rc);
 }
 
 /*
@@ -294,18 +229,6 @@ static int lock_grant(cq_pool *pool, cq_grant *grant, uint8_t state,
   return 0;
 }
 
-/* End an operation begun under the lock: sweep if anything came back or a
- * claimant left, drop the lock, run the callbacks that became due. */
-static int end_locked(cq_pool *pool, int rc) {
-  struct cq__ctx ctx;
-  cq__ctx_init(&ctx, pool);
-  if (pool->dirty_head != NULL)
-    cq__sweep(pool, &ctx);
-  cq__mutex_unlock(&pool->lock);
-  cq__ctx_finish(&ctx);
-  return rc;
-}
-
 int cq_grant_abort(cq_pool *pool, cq_grant *grant, int status) {
   if (status != CQ_ECANCELED && status != CQ_ETIMEDOUT && status != CQ_ECLOSED)
     return CQ_EINVAL;
@@ -313,13 +236,10 @@ int cq_grant_abort(cq_pool *pool, cq_grant *grant, int status) {
   int rc = lock_grant(pool, grant, CQ__G_WAITING, &g);
   if (rc != 0)
     return rc;
-  struct cq__ctx ctx;
-  cq__ctx_init(&ctx, pool);
-  cq__waiter_leave(pool, g, status, &ctx);
-  cq__sweep(pool, &ctx);
-  cq__mutex_unlock(&pool->lock);
-  cq__ctx_finish(&ctx);
-  return 0;
+  struct cq__outbox o;
+  cq__outbox_init(&o, pool);
+  cq__policy_leave(pool, g, status, &o);
+  return finish(pool, &o, 0);
 }
 
 int cq_grant_cancel(cq_pool *pool, cq_grant *grant) {
@@ -330,45 +250,29 @@ int cq_grant_release(cq_pool *pool, cq_grant *grant) {
   if (pool == NULL || grant == NULL)
     return CQ_EINVAL;
   struct cq__grant *g = cq__grant_of(grant);
+  struct cq__outbox o;
   if (g->lockfree && g->pool == pool && cq__gstate(g) == CQ__G_HELD) {
     /* The holder owns its grant: give the units back without the lock, and
      * take the lock only if a waiter claims one of the budgets. */
     cq__gstate_set(g, CQ__G_IDLE);
-    if (!cq__lockfree_give_all(g))
+    if (!cq__policy_fast_release(g))
       return 0;
+    cq__outbox_init(&o, pool);
     cq__mutex_lock(&pool->lock);
-    cq__mark_contended_dirty(pool, g);
-    return end_locked(pool, 0);
+    cq__policy_fast_released(pool, g, &o);
+    return finish(pool, &o, 0);
   }
   int rc = lock_grant(pool, grant, CQ__G_HELD, &g);
   if (rc != 0)
     return rc;
-  cq__limit_released(pool, g);
-  cq__give_back_all(pool, g);
-  cq__gstate_set(g, CQ__G_IDLE);
-  cq__event(pool, CQ_EVENT_RELEASED, g, NULL, 0);
-  return end_locked(pool, 0);
-}
-
-/*
- * A lock-free grant holds units on every budget it names until its
- * release, which is how cq_pool_destroy() sees it. One that gives units
- * back early could come to hold none, so it is counted among the pool's
- * held grants from then on, and released under the lock. Lock held.
- */
-static void adopt(cq_pool *p, struct cq__grant *g) {
-  if (!g->lockfree)
-    return;
-  g->lockfree = 0;
-  g->limited = 0;
-  g->overdue = 0;
-  g->limit_ms = 0;
-  cq__held_count(p, g, +1);
+  cq__outbox_init(&o, pool);
+  cq__policy_release(pool, g, &o);
+  return finish(pool, &o, 0);
 }
 
 /* The item of held grant g on resource `name`, or -1. Lock held. */
 static int held_item(cq_pool *p, const struct cq__grant *g, const char *name) {
-  struct cq__res *r = cq__res_find(p, name);
+  struct cq__res *r = cq__res_find(&p->tab, name);
   if (r == NULL)
     return -1;
   for (unsigned i = 0; i < g->n_items; i++)
@@ -385,6 +289,8 @@ int cq_grant_release_part(cq_pool *pool, cq_grant *grant, const char *resource,
   int rc = lock_grant(pool, grant, CQ__G_HELD, &g);
   if (rc != 0)
     return rc;
+  struct cq__outbox o;
+  cq__outbox_init(&o, pool);
   int i = held_item(pool, g, resource);
   if (i < 0)
     rc = CQ_ENOENT;
@@ -392,12 +298,9 @@ int cq_grant_release_part(cq_pool *pool, cq_grant *grant, const char *resource,
     rc = CQ_EINVAL; /* devices: cq_grant_release_device() */
   else if (amount <= 0 || amount > g->it[i].u.hold.held)
     rc = CQ_ERANGE;
-  else {
-    cq__bf_invalidate(pool); /* the head's projection counted it whole */
-    adopt(pool, g);
-    cq__give_back(pool, g, (unsigned)i, amount);
-  }
-  return end_locked(pool, rc);
+  else
+    cq__policy_give_back(pool, g, (unsigned)i, amount, &o);
+  return finish(pool, &o, rc);
 }
 
 int64_t cq_grant_held(const cq_grant *grant, const char *resource) {
@@ -520,6 +423,14 @@ int cq_grant_cuda_visible(const cq_grant *grant, const char *resource,
   return 0;
 }
 
+/* Whether device `index` is one of the whole devices item `it` holds. */
+static bool holds_whole(const struct cq__gitem *it, uint32_t index) {
+  for (int32_t k = it->u.hold.dev; k >= 0; k = it->res->devs[k].whole_next)
+    if ((uint32_t)k == index)
+      return true;
+  return false;
+}
+
 int cq_grant_release_device(cq_pool *pool, cq_grant *grant,
                             const char *resource, uint32_t index,
                             int64_t milli) {
@@ -529,33 +440,21 @@ int cq_grant_release_device(cq_pool *pool, cq_grant *grant,
   int rc = lock_grant(pool, grant, CQ__G_HELD, &g);
   if (rc != 0)
     return rc;
+  struct cq__outbox o;
+  cq__outbox_init(&o, pool);
   int i = device_item(pool, g, resource);
   struct cq__gitem *it = i >= 0 ? &g->it[i] : NULL;
-  if (it == NULL || index >= it->res->n_devs) {
+  if (it == NULL || index >= it->res->n_devs)
     rc = CQ_ENOENT;
-  } else if (it->mode == CQ__MODE_FRACTION) {
-    if ((uint32_t)it->u.hold.dev != index || it->u.hold.held == 0)
-      rc = CQ_ENOENT;
-    else if (milli <= 0 || milli > it->u.hold.held)
-      rc = CQ_ERANGE;
-    else {
-      cq__bf_invalidate(pool);
-      cq__give_back(pool, g, (unsigned)i, milli);
-    }
-  } else {
-    bool mine = false;
-    for (int32_t k = it->u.hold.dev; k >= 0 && !mine;
-         k = it->res->devs[k].whole_next)
-      mine = (uint32_t)k == index;
-    if (!mine)
-      rc = CQ_ENOENT;
-    else if (milli != CQ_DEVICE_MILLI)
-      rc = CQ_ERANGE;
-    else {
-      cq__bf_invalidate(pool);
-      cq__dev_put_one(it->res, it, index);
-      cq__units_returned(pool, it->res, 0);
-    }
-  }
-  return end_locked(pool, rc);
+  else if (it->mode == CQ__MODE_FRACTION)
+    rc = (uint32_t)it->u.hold.dev != index || it->u.hold.held == 0 ? CQ_ENOENT
+         : milli <= 0 || milli > it->u.hold.held                   ? CQ_ERANGE
+                                                                   : 0;
+  else
+    rc = !holds_whole(it, index)    ? CQ_ENOENT
+         : milli != CQ_DEVICE_MILLI ? CQ_ERANGE
+                                    : 0;
+  if (rc == 0)
+    cq__policy_give_back_device(pool, g, (unsigned)i, index, milli, &o);
+  return finish(pool, &o, rc);
 }

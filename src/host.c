@@ -5,7 +5,10 @@
  * lock, with the same rules as a new arrival: what is withheld or reserved
  * for waiters is not counted as free.
  */
-#include "cq_internal.h"
+#include "pool.h"
+
+#include "place.h"
+#include "validate.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,16 +25,17 @@ int cq_req_headroom(cq_pool *pool, const cq_req *req, int64_t *copies) {
   char msg[CQ__MSG_MAX];
   int64_t n = INT64_MAX;
   cq__mutex_lock(&pool->lock);
-  int rc = cq__req_validate(pool, r, msg);
+  int rc = cq__validate(r, msg);
   for (uint32_t i = 0; rc == 0 && i < r->n_items; i++) {
     struct cq__res *res = r->items[i].res;
     int64_t k;
     if (res->kind == CQ__RES_DEVICES) {
-      k = cq__dev_copies(res, r->items[i].mode, r->items[i].amount);
+      k = cq__dev_copies(res, r->items[i].mode, r->items[i].amount,
+                         cq__policy_reservation(res));
     } else {
       int64_t need =
           cq__need_at(res, r->items[i].amount, cq__res_capacity(res));
-      k = need > 0 ? cq__budget_open(res) / need : 0;
+      k = need > 0 ? cq__policy_open(res) / need : 0;
     }
     if (k < n)
       n = k;
@@ -47,14 +51,14 @@ static int task_problems(cq_pool *p, const cq_task *t, char msgs[][CQ__MSG_MAX],
                          int *first) {
   const char *name = t->name != NULL ? t->name : "?";
   if (t->req == NULL || cq__req_ofc(t->req)->magic != CQ__REQ_MAGIC) {
-    cq__msgf(msgs[0], "task \"%.40s\" has no valid request", name);
+    cq__msgf(msgs[0], CQ__MSG_MAX, "task \"%.40s\" has no valid request", name);
     *first = CQ_EINVAL;
     return 1;
   }
   const struct cq__req *r = cq__req_ofc(t->req);
   if (r->pool != p) {
-    cq__msgf(msgs[0], "task \"%.40s\": its request belongs to another pool",
-             name);
+    cq__msgf(msgs[0], CQ__MSG_MAX,
+             "task \"%.40s\": its request belongs to another pool", name);
     *first = CQ_EPOOL;
     return 1;
   }
@@ -62,7 +66,7 @@ static int task_problems(cq_pool *p, const cq_task *t, char msgs[][CQ__MSG_MAX],
   for (uint32_t i = 0; i < r->n_items; i++) {
     const struct cq__ritem *it = &r->items[i];
     char scratch[CQ__MSG_MAX], what[CQ_NAME_MAX + 40];
-    int rc = cq__req_validate_item(p, it, scratch);
+    int rc = cq__validate_item(it, scratch);
     if (rc == 0)
       continue;
     if (n == 0)
@@ -70,17 +74,19 @@ static int task_problems(cq_pool *p, const cq_task *t, char msgs[][CQ__MSG_MAX],
     const struct cq__res *res = it->res;
     cq__item_text(what, sizeof(what), it);
     if (rc == CQ_ENOENT)
-      cq__msgf(msgs[n], "task \"%.40s\" requires %s, which was removed", name,
+      cq__msgf(msgs[n], CQ__MSG_MAX,
+               "task \"%.40s\" requires %s, which was removed", name,
                res->name);
     else if (res->kind == CQ__RES_CLASS)
-      cq__msgf(msgs[n],
+      cq__msgf(msgs[n], CQ__MSG_MAX,
                "task \"%.40s\" is of class %s, whose max_workers is %" PRId64,
                name, res->name, cq__res_capacity(res));
     else if (res->kind == CQ__RES_DEVICES)
-      cq__msgf(msgs[n], "task \"%.40s\" requires %s but the pool only has %u",
-               name, what, res->n_online);
+      cq__msgf(msgs[n], CQ__MSG_MAX,
+               "task \"%.40s\" requires %s but the pool only has %u", name,
+               what, res->n_online);
     else
-      cq__msgf(msgs[n],
+      cq__msgf(msgs[n], CQ__MSG_MAX,
                "task \"%.40s\" requires %s but the pool only has %" PRId64,
                name, what, cq__res_capacity(res));
     n++;
@@ -114,17 +120,17 @@ int cq_pool_room(cq_pool *pool, const char *job_class, cq_room *out) {
   cq__mutex_lock(&pool->lock);
   struct cq__res *cls = NULL;
   if (job_class != NULL) {
-    cls = cq__res_find(pool, job_class);
+    cls = cq__res_find(&pool->tab, job_class);
     if (cls == NULL || cls->kind != CQ__RES_CLASS) {
       cq__mutex_unlock(&pool->lock);
       return CQ_ENOENT;
     }
   }
-  bool idle = pool->n_waiters == 0, all_lone = true, exhausted = false;
+  bool idle = pool->q.n_waiters == 0, all_lone = true, exhausted = false;
   size_t limited = 0;
   for (int pass = 0; pass < 2; pass++) { /* device pools first */
-    for (uint32_t s = 0; s < pool->n_slots; s++) {
-      struct cq__res *r = pool->res[s];
+    for (uint32_t s = 0; s < pool->tab.n_slots; s++) {
+      struct cq__res *r = pool->tab.res[s];
       if (r == NULL || r->kind == CQ__RES_CLASS ||
           (r->kind == CQ__RES_DEVICES) != (pass == 0))
         continue;
@@ -135,9 +141,9 @@ int cq_pool_room(cq_pool *pool, const char *job_class, cq_room *out) {
       int64_t units, largest = 0;
       uint32_t whole = 0;
       if (r->kind == CQ__RES_DEVICES)
-        cq__dev_room(r, &units, &largest, &whole);
+        cq__dev_room(r, cq__policy_reservation(r), &units, &largest, &whole);
       else
-        units = cq__budget_open(r);
+        units = cq__policy_open(r);
       exhausted = exhausted || units == 0;
       if (out->count < CQ_ROOM_MAX) {
         memcpy(out->items[out->count].name, r->name, sizeof(r->name));
@@ -148,7 +154,7 @@ int cq_pool_room(cq_pool *pool, const char *job_class, cq_room *out) {
       }
     }
   }
-  if (cls != NULL && cq__budget_open(cls) == 0)
+  if (cls != NULL && cq__policy_open(cls) == 0)
     out->kind = CQ_ROOM_NONE;
   else if (limited == 0)
     out->kind = CQ_ROOM_UNLIMITED;

@@ -1,20 +1,25 @@
 /*
  * The waiting policy: FIFO with reservation.
  *
- * Everything here runs with the pool lock held. The README states the same
- * rule for users; this comment states it for the code.
+ * Everything here runs with the pool lock held; policy.h is the only way
+ * in. The README states the same rule for users; this comment states it
+ * for the code, whole.
  *
  * Terms.
  * - Waiters are ordered by arrival (seq; smaller is older).
- * - free(r) = capacity - used, never below 0.
+ * - free(r) = capacity - used, never below 0; 0 while a lone grant holds r.
  * - A waiter *claims* a resource when an examination finds that it lacks it.
  *   A claim stays until the waiter is granted or leaves. The oldest waiter
  *   holding a claim on r is r's *claimant*. For a budget, min(free(r), the
- *   claimant's need) is withheld for it; the rest is *open*.
+ *   claimant's need) is withheld for it; the rest is *open*. For a device
+ *   pool, the claimant reserves the devices it needs (place.h: one device,
+ *   the most free, for a fraction; the n most free for n whole devices),
+ *   chosen again whenever capacities change.
  * - What r offers a request of arrival seq s: everything free if the
  *   claimant is s itself, or younger, or there is none; otherwise only what
- *   is open. A request is *covered* on r when its need fits in that.
- *   A younger claimant never restricts an older request.
+ *   is open (on a device pool, the devices the claimant does not reserve).
+ *   A request is *covered* on r when its need fits in that. A younger
+ *   claimant never restricts an older request.
  *
  * Examining a request (a new arrival, or a waiter):
  * - covered on every resource: it is granted, all at once;
@@ -41,8 +46,35 @@
  * Why nothing else is blocked: only the claimant's own need is withheld, and
  * only on resources some waiter lacked. Requests that fit in the rest, or
  * that name other resources, are granted at once.
+ *
+ * The lock-free clause. While no waiter claims a budget (its contended bit
+ * is clear), acquires of requests that name only budgets, with no hold
+ * limit, take their units with atomic steps on the usage words and no lock
+ * (budget.c), and their releases give them back the same way; a lone
+ * request, or a budget with a claimant, sends them to the lock. Nothing is
+ * withheld on a budget nobody claims, so such a grant is one the rule would
+ * make too. A claim set between a lock-free grant's check and its take is
+ * settled in examine(); a lock-free release that finds its budget contended
+ * has the waiters there examined (cq__policy_fast_released()). With an
+ * event hook or backfill every acquire and release takes the lock.
+ *
+ * The backfill exception (CQ_POOL_BACKFILL, backfill.c). The head is the
+ * oldest waiter and its shadow time S the earliest moment it would fit by
+ * the holders' declared hold limits. A younger request with a limit that is
+ * covered once the head's withholding is disregarded may be granted before
+ * S when it ends by S, or when the head still fits at S with it running.
+ * So a request with a limit may pass a waiting head, and the guarantee
+ * becomes: with every holder keeping its limit, the head is granted no
+ * later than its sticky S, save for the README's three exceptions (an
+ * ordinary grant of what the head has not claimed, or of a device it has
+ * not reserved, and a capacity shrunk after S was computed). Units coming
+ * back anywhere let the waiters behind the head try again, whatever blocks
+ * them.
  */
-#include "cq_internal.h"
+#include "pool.h"
+
+#include "place.h"
+#include "validate.h"
 
 static inline struct cq__grant *bnode_grant(const cq__rbnode *n) {
   return CQ__CONTAINER_OF(n, struct cq__grant, bnode);
@@ -79,42 +111,14 @@ static int deadline_cmp(const cq__rbnode *a, const cq__rbnode *b) {
   return seq_cmp(ga->seq, gb->seq);
 }
 
-static inline struct cq__res *item_res(const cq_pool *p,
-                                       const struct cq__grant *g, unsigned i) {
-  (void)p;
-  return g->it[i].res;
-}
-
 /* ------------------------------------------------------------------------ */
-/* Budgets: what is free, withheld and open                                  */
+/* What is free, withheld, open and reserved                                 */
 /* ------------------------------------------------------------------------ */
 
-/* What a usage word leaves free of capacity `cap`: nothing while a lone
- * grant holds the budget, else capacity - used, never below 0. */
-static inline int64_t word_free(uint64_t w, int64_t cap) {
-  if (w & CQ__W_LONE)
-    return 0;
-  int64_t f = cap - cq__w_used(w);
-  return f > 0 ? f : 0;
-}
-
-static inline int64_t budget_free(const struct cq__res *r) {
-  return word_free(atomic_load_explicit(&r->word, memory_order_acquire),
-                   cq__res_capacity(r));
-}
-
+/* The claimant's item on r, or NULL: the one lookup of it. */
 static const struct cq__gitem *claimant_item(const struct cq__res *r) {
   cq__rbnode *n = cq__rb_first(&r->claims);
   return n != NULL ? claim_item(n) : NULL;
-}
-
-int64_t cq__budget_withheld(const struct cq__res *r, uint64_t word) {
-  const struct cq__gitem *c = claimant_item(r);
-  if (c == NULL)
-    return 0;
-  int64_t f = word_free(word, cq__res_capacity(r));
-  int64_t need = cq__item_need(item_grant(c), c->index);
-  return need < f ? need : f;
 }
 
 /* The claimant's item on r when its reservation applies to a request of
@@ -129,16 +133,36 @@ static const struct cq__gitem *older_claimant(const struct cq__res *r,
   return c;
 }
 
-const struct cq__gitem *cq__excl_for(const struct cq__res *r,
+/* The ask of a claimant item, or NULL. */
+static const struct cq__ritem *ask_of(const struct cq__gitem *c) {
+  return c != NULL ? cq__item_ask(c) : NULL;
+}
+
+const struct cq__ritem *cq__excl_for(const struct cq__res *r,
                                      const struct cq__grant *g,
                                      const struct cq__grant *ignore) {
-  return older_claimant(r, g->seq, ignore);
+  return ask_of(older_claimant(r, g->seq, ignore));
+}
+
+const struct cq__ritem *cq__policy_reservation(const struct cq__res *r) {
+  return ask_of(claimant_item(r));
+}
+
+int64_t cq__policy_withheld(struct cq__res *r, uint64_t word) {
+  const struct cq__gitem *c = claimant_item(r);
+  if (c == NULL)
+    return 0;
+  if (r->kind == CQ__RES_DEVICES)
+    return cq__dev_withheld(r, cq__item_ask(c));
+  int64_t f = cq__w_free(word, cq__res_capacity(r));
+  int64_t need = cq__item_need(item_grant(c), c->index);
+  return need < f ? need : f;
 }
 
 /* Units of budget r offered to a request of arrival `seq`. */
 static int64_t budget_offer(const struct cq__res *r, uint64_t seq,
                             const struct cq__grant *ignore) {
-  int64_t f = budget_free(r);
+  int64_t f = cq__budget_free(r);
   const struct cq__gitem *c = older_claimant(r, seq, ignore);
   if (c != NULL) {
     int64_t need = cq__item_need(item_grant(c), c->index);
@@ -147,46 +171,58 @@ static int64_t budget_offer(const struct cq__res *r, uint64_t seq,
   return f;
 }
 
-int64_t cq__budget_open(const struct cq__res *r) {
+int64_t cq__policy_open(const struct cq__res *r) {
   return budget_offer(r, UINT64_MAX, NULL);
 }
 
 /* Whether item i of g fits what its resource offers g, with the
  * withholding of `ignore` (the head, when backfilling) disregarded. */
-static bool covered_as(const cq_pool *p, const struct cq__grant *g, unsigned i,
+static bool covered_as(const struct cq__grant *g, unsigned i,
                        const struct cq__grant *ignore) {
-  struct cq__res *r = item_res(p, g, i);
+  struct cq__res *r = g->it[i].res;
   if (r->kind == CQ__RES_DEVICES)
     return cq__dev_fits(r, g->it[i].mode, cq__item_need(g, i),
-                        older_claimant(r, g->seq, ignore));
+                        ask_of(older_claimant(r, g->seq, ignore)));
   return cq__item_need(g, i) <= budget_offer(r, g->seq, ignore);
 }
 
-static bool covered(const cq_pool *p, const struct cq__grant *g, unsigned i) {
-  return covered_as(p, g, i, NULL);
+static bool covered(const struct cq__grant *g, unsigned i) {
+  return covered_as(g, i, NULL);
+}
+
+/* Whether g is covered on every item, with `ignore`'s withholding
+ * disregarded. */
+static bool covered_all(const struct cq__grant *g,
+                        const struct cq__grant *ignore) {
+  for (unsigned i = 0; i < g->n_items; i++)
+    if (!covered_as(g, i, ignore))
+      return false;
+  return true;
 }
 
 /* ------------------------------------------------------------------------ */
 /* Claims, dirty resources                                                   */
 /* ------------------------------------------------------------------------ */
 
-void cq__res_mark_dirty(cq_pool *p, struct cq__res *r, uint64_t after_seq) {
+static void mark_dirty(cq_pool *p, struct cq__res *r, uint64_t after_seq) {
   p->bf.kick = true;
   if (!r->dirty) {
     r->dirty = true;
     r->walk_seq = after_seq;
-    r->dirty_next = p->dirty_head;
-    p->dirty_head = r;
+    r->dirty_next = p->q.dirty;
+    p->q.dirty = r;
   } else if (after_seq < r->walk_seq) {
     r->walk_seq = after_seq;
   }
 }
 
-void cq__units_returned(cq_pool *p, struct cq__res *r, uint64_t after_seq) {
-  if (r->blocked.count != 0 ||
-      ((p->flags & CQ_POOL_BACKFILL) && p->queue_head != NULL &&
-       p->queue_head->qnext != NULL))
-    cq__res_mark_dirty(p, r, after_seq);
+/* Units of r came back, or were withheld by a waiter that left (seq): walk
+ * its blocked waiters younger than after_seq again, and in a backfill pool
+ * let the waiters behind the head try too, whatever blocks them. */
+static void units_returned(cq_pool *p, struct cq__res *r, uint64_t after_seq) {
+  if (r->blocked.count != 0 || ((p->flags & CQ_POOL_BACKFILL) &&
+                                p->q.head != NULL && p->q.head->qnext != NULL))
+    mark_dirty(p, r, after_seq);
 }
 
 /*
@@ -198,15 +234,15 @@ static void claim(cq_pool *p, struct cq__grant *g, unsigned i) {
   struct cq__gitem *it = &g->it[i];
   if (it->flags & CQ__IT_CLAIMED)
     return;
-  struct cq__res *r = item_res(p, g, i);
+  struct cq__res *r = it->res;
   if (r->claims.count == 0)
-    atomic_fetch_or_explicit(&r->word, CQ__W_CONTENDED, memory_order_acq_rel);
+    cq__budget_contend(r, true);
   cq__rb_insert(&r->claims, &it->u.claim, claim_cmp);
   it->flags |= CQ__IT_CLAIMED;
   if (cq__rb_first(&r->claims) == &it->u.claim) {
     cq__event(p, CQ_EVENT_RESERVED, g, r, 0);
     if (r->blocked.count != 0)
-      cq__res_mark_dirty(p, r, g->seq);
+      mark_dirty(p, r, g->seq);
   }
 }
 
@@ -217,18 +253,17 @@ static void drop_claims(cq_pool *p, struct cq__grant *g) {
     struct cq__gitem *it = &g->it[i];
     if (!(it->flags & CQ__IT_CLAIMED))
       continue;
-    struct cq__res *r = item_res(p, g, i);
+    struct cq__res *r = it->res;
     bool was_claimant = cq__rb_first(&r->claims) == &it->u.claim;
     cq__rb_remove(&r->claims, &it->u.claim);
     it->flags &= (uint8_t)~CQ__IT_CLAIMED;
     if (r->claims.count == 0)
-      atomic_fetch_and_explicit(&r->word, ~CQ__W_CONTENDED,
-                                memory_order_acq_rel);
+      cq__budget_contend(r, false);
     if (was_claimant && r->claims.count != 0)
       cq__event(p, CQ_EVENT_RESERVED,
                 item_grant(claim_item(cq__rb_first(&r->claims))), r, 0);
     if (was_claimant) /* what it withheld is open again */
-      cq__units_returned(p, r, g->seq);
+      units_returned(p, r, g->seq);
   }
 }
 
@@ -240,7 +275,7 @@ static int claim_lacks(cq_pool *p, struct cq__grant *g) {
   bool staged = (p->flags & CQ_POOL_STAGED_CLAIMS) != 0;
   int first = -1;
   for (unsigned i = 0; i < g->n_items; i++) {
-    if (covered(p, g, i))
+    if (covered(g, i))
       continue;
     if (first < 0)
       first = (int)i;
@@ -252,16 +287,103 @@ static int claim_lacks(cq_pool *p, struct cq__grant *g) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Holding                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Whether item i of g, arriving or waiting, is a lone request now. */
+static bool item_lone(const struct cq__grant *g, unsigned i) {
+  const struct cq__res *r = g->it[i].res;
+  return r->kind == CQ__RES_BUDGET &&
+         cq__is_lone(r, g->req->items[i].amount, cq__res_capacity(r));
+}
+
+/* Count held grant g (delta +1) among the pool's held grants and its
+ * resources' holders, or stop counting it (-1). */
+static void count_held(cq_pool *p, struct cq__grant *g, int delta) {
+  p->q.n_held += (uint64_t)(int64_t)delta;
+  for (unsigned i = 0; i < g->n_items; i++)
+    g->it[i].res->n_holders += (uint64_t)(int64_t)delta;
+}
+
+/*
+ * Take every unit g asks for, or none; devices[i] receives where device
+ * items were placed, with the reservations of `ignore` (the head, when
+ * backfilling) disregarded. Under the lock a contended budget only ever gains
+ * free units, and device pools change only under the lock, so what covered()
+ * saw is still there; an uncontended budget may have been taken by a lock-free
+ * acquire meanwhile, and then this fails and the caller examines g again.
+ */
+static bool take_units(struct cq__grant *g, int32_t *devices,
+                       const struct cq__grant *ignore) {
+  /* Budgets first: only they can fail. */
+  for (unsigned i = 0; i < g->n_items; i++) {
+    struct cq__res *r = g->it[i].res;
+    if (r->kind != CQ__RES_DEVICES &&
+        !cq__budget_take(r, cq__item_need(g, i), item_lone(g, i))) {
+      while (i-- > 0)
+        if (g->it[i].res->kind != CQ__RES_DEVICES)
+          cq__budget_put(g->it[i].res, cq__item_need(g, i), item_lone(g, i));
+      return false;
+    }
+  }
+  for (unsigned i = 0; i < g->n_items; i++) {
+    struct cq__res *r = g->it[i].res;
+    if (r->kind == CQ__RES_DEVICES)
+      devices[i] = cq__dev_take(r, g->it[i].mode, cq__item_need(g, i),
+                                cq__excl_for(r, g, ignore));
+  }
+  return true;
+}
+
+/* Record the units taken by take_units() as held (claims already gone). */
+static void hold_units(cq_pool *p, struct cq__grant *g, const int32_t *devices,
+                       int64_t now) {
+  for (unsigned i = 0; i < g->n_items; i++) {
+    struct cq__res *r = g->it[i].res;
+    r->grants_total++;
+    int64_t need = cq__item_need(g, i);
+    if (g->it[i].mode == CQ__MODE_WHOLE)
+      need *= CQ_DEVICE_MILLI;
+    if (item_lone(g, i)) {
+      g->it[i].flags |= CQ__IT_LONE;
+      g->lockfree = 0; /* its release clears the lone bit, under the lock */
+    }
+    g->it[i].u.hold.held = need;
+    g->it[i].u.hold.dev = r->kind == CQ__RES_DEVICES ? devices[i] : -1;
+  }
+  /* A grant that may be released without the lock holds units on every
+   * budget it names until then; the others are counted (cq_pool_destroy). */
+  if (!g->lockfree)
+    count_held(p, g, +1);
+  cq__gstate_set(g, CQ__G_HELD);
+  cq__limit_granted(p, g, now);
+  g->req = NULL; /* the request may go once its attempt is granted */
+}
+
+/* Give back `amount` of item i that g holds. */
+static void give_back(cq_pool *p, struct cq__grant *g, unsigned i,
+                      int64_t amount, bool lone_ends) {
+  struct cq__res *r = g->it[i].res;
+  if (r->kind == CQ__RES_DEVICES)
+    cq__dev_put(r, g->it[i].mode, g->it[i].u.hold.dev, amount);
+  else
+    cq__budget_put(r, amount, lone_ends);
+  g->it[i].u.hold.held -= amount;
+  units_returned(p, r, 0);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Granting, queueing, leaving                                               */
 /* ------------------------------------------------------------------------ */
 
-static void examine(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx);
+static void examine(cq_pool *p, struct cq__grant *g, struct cq__outbox *o);
+static void sweep(cq_pool *p, struct cq__outbox *o);
 
-void cq__attempt_start(cq_pool *p, struct cq__grant *g,
-                       const struct cq__req *req) {
+void cq__policy_bind(cq_pool *p, struct cq__grant *g,
+                     const struct cq__req *req) {
   g->pool = p;
   g->req = req;
-  g->seq = p->next_seq++;
+  g->seq = p->q.next_seq++;
   g->n_items = (uint8_t)req->n_items;
   /* With an event hook releases take the lock too, to record the event;
    * with backfill, so that the shadow time sees them. */
@@ -277,100 +399,8 @@ void cq__attempt_start(cq_pool *p, struct cq__grant *g,
     /* Lock-free grants stop when their count field fills: empty it. */
     if (cq__w_count(atomic_load_explicit(&r->word, memory_order_relaxed)) >=
         CQ__W_COUNT_HARVEST)
-      cq__res_harvest(r);
+      cq__budget_harvest(r);
   }
-}
-
-/* Take `need` units of budget r if they are free; never beyond capacity.
- * A lone take (need is then the whole capacity, so nothing may be held)
- * also sets the lone bit, in the same step, so that no lock-free acquire
- * slips in beside it. */
-static bool budget_take(struct cq__res *r, int64_t need, bool lone) {
-  int64_t cap = cq__res_capacity(r);
-  uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
-  do {
-    if (need > word_free(w, cap)) /* not used + need: it may overflow */
-      return false;
-  } while (!atomic_compare_exchange_weak_explicit(
-      &r->word, &w, (w + (uint64_t)need) | (lone ? CQ__W_LONE : 0),
-      memory_order_acq_rel, memory_order_relaxed));
-  cq__peak_raise(r, cq__w_used(w) + need);
-  return true;
-}
-
-/* Whether item i of g, arriving or waiting, is a lone request now. */
-static bool item_lone(const struct cq__grant *g, unsigned i) {
-  const struct cq__res *r = g->it[i].res;
-  return r->kind == CQ__RES_BUDGET &&
-         cq__is_lone(r, g->req->items[i].amount, cq__res_capacity(r));
-}
-
-static void budget_put(struct cq__res *r, int64_t amount) {
-  atomic_fetch_sub_explicit(&r->word, (uint64_t)amount, memory_order_acq_rel);
-}
-
-/*
- * Take every unit g asks for, or none; devices[i] receives where device
- * items were placed, with the reservations of `ignore` (the head, when
- * backfilling) disregarded. Under the lock a contended budget only ever gains
- * free units, and device pools change only under the lock, so what covered()
- * saw is still there; an uncontended budget may have been taken by a lock-free
- * acquire meanwhile, and then this fails and the caller examines g again.
- */
-static bool take_units(cq_pool *p, struct cq__grant *g, int32_t *devices,
-                       const struct cq__grant *ignore) {
-  /* Budgets first: only they can fail. */
-  for (unsigned i = 0; i < g->n_items; i++) {
-    struct cq__res *r = item_res(p, g, i);
-    if (r->kind != CQ__RES_DEVICES &&
-        !budget_take(r, cq__item_need(g, i), item_lone(g, i))) {
-      while (i-- > 0)
-        if (item_res(p, g, i)->kind != CQ__RES_DEVICES)
-          budget_put(item_res(p, g, i), cq__item_need(g, i));
-      return false;
-    }
-  }
-  for (unsigned i = 0; i < g->n_items; i++) {
-    struct cq__res *r = item_res(p, g, i);
-    if (r->kind == CQ__RES_DEVICES)
-      devices[i] = cq__dev_take(r, g->it[i].mode, cq__item_need(g, i),
-                                older_claimant(r, g->seq, ignore));
-  }
-  return true;
-}
-
-/* Record the units taken by take_units() as held (claims already gone). */
-static void hold_units(cq_pool *p, struct cq__grant *g, const int32_t *devices,
-                       int64_t now) {
-  for (unsigned i = 0; i < g->n_items; i++) {
-    struct cq__res *r = item_res(p, g, i);
-    r->grants_total++;
-    int64_t need = cq__item_need(g, i);
-    if (g->it[i].mode == CQ__MODE_WHOLE)
-      need *= CQ_DEVICE_MILLI;
-    if (item_lone(g, i)) {
-      g->it[i].flags |= CQ__IT_LONE;
-      g->lockfree = 0; /* its release clears the lone bit, under the lock */
-    }
-    g->it[i].u.hold.held = need;
-    g->it[i].u.hold.dev = r->kind == CQ__RES_DEVICES ? devices[i] : -1;
-  }
-  /* A grant that may be released without the lock holds units on every
-   * budget it names until then; the others are counted (cq_pool_destroy). */
-  if (!g->lockfree)
-    cq__held_count(p, g, +1);
-  cq__gstate_set(g, CQ__G_HELD);
-  cq__limit_granted(p, g, now);
-}
-
-/* Whether g is covered on every item, with `ignore`'s withholding
- * disregarded. */
-static bool covered_all(const cq_pool *p, const struct cq__grant *g,
-                        const struct cq__grant *ignore) {
-  for (unsigned i = 0; i < g->n_items; i++)
-    if (!covered_as(p, g, i, ignore))
-      return false;
-  return true;
 }
 
 /* The head that g, holding a limit, may backfill past now; else NULL. */
@@ -382,179 +412,110 @@ backfill_past(cq_pool *p, const struct cq__grant *g, int64_t now) {
   return h != g ? h : NULL;
 }
 
-bool cq__arrival_try(cq_pool *p, struct cq__grant *g) {
+bool cq__policy_arrive(cq_pool *p, struct cq__grant *g) {
   int32_t devices[CQ_REQ_MAX_ITEMS];
   int64_t now = cq__pool_now(p);
   const struct cq__grant *h = NULL;
-  if (!covered_all(p, g, NULL)) {
+  if (!covered_all(g, NULL)) {
     /* A request with a limit may still backfill past the head. */
     h = backfill_past(p, g, now);
-    if (h == NULL || !covered_all(p, g, h) || !cq__bf_allows(p, g, now))
+    if (h == NULL || !covered_all(g, h) || !cq__bf_allows(p, g, now))
       return false;
   }
-  if (!take_units(p, g, devices, h))
+  if (!take_units(g, devices, h))
     return false;
   hold_units(p, g, devices, now);
   if (h != NULL)
-    p->backfilled++;
+    p->bf.backfilled++;
   cq__event(p, CQ_EVENT_GRANTED, g, NULL, 0);
   return true;
-}
-
-int cq__lockfree_take(struct cq__grant *g, const struct cq__req *req,
-                      uint32_t *uncounted) {
-  unsigned i;
-  *uncounted = 0;
-  for (i = 0; i < req->n_items; i++) {
-    struct cq__res *r = req->items[i].res;
-    int64_t cap = cq__res_capacity(r);
-    if (cq__is_lone(r, req->items[i].amount, cap))
-      goto undo; /* a lone grant sets the lone bit, under the lock */
-    uint64_t need = (uint64_t)req->items[i].amount;
-    uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
-    do {
-      if ((w & (CQ__W_CONTENDED | CQ__W_REMOVED | CQ__W_LONE)) != 0 ||
-          cq__w_count(w) >= CQ__W_COUNT_FAST_LIMIT ||
-          (int64_t)need > cap - cq__w_used(w))
-        goto undo; /* compared with what is left: used + need may overflow */
-    } while (!atomic_compare_exchange_weak_explicit(
-        &r->word, &w, w + need + CQ__W_COUNT_ONE, memory_order_acq_rel,
-        memory_order_relaxed));
-    cq__peak_raise(r, cq__w_used(w) + (int64_t)need);
-    g->it[i].res = r;
-    g->it[i].u.hold.held = (int64_t)need;
-  }
-  g->n_items = (uint8_t)req->n_items;
-  g->lockfree = 1;
-  return 1;
-
-undo:;
-  /* Give back what was taken, uncounted. A waiter may have arrived
-   * meanwhile; then those units must reach it through a sweep. A harvest
-   * under the lock may have moved this attempt's count into grants_total
-   * meanwhile, and left the field empty: then only the units come back
-   * here, and the caller takes the count off grants_total. */
-  bool sweep = false;
-  while (i-- > 0) {
-    struct cq__res *r = req->items[i].res;
-    uint64_t held = (uint64_t)g->it[i].u.hold.held, back;
-    uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
-    do
-      back = held + (cq__w_count(w) > 0 ? CQ__W_COUNT_ONE : 0);
-    while (!atomic_compare_exchange_weak_explicit(
-        &r->word, &w, w - back, memory_order_acq_rel, memory_order_relaxed));
-    if (back == held)
-      *uncounted |= 1u << i;
-    sweep |= (w & CQ__W_CONTENDED) != 0;
-  }
-  return sweep ? -1 : 0;
-}
-
-bool cq__lockfree_give_all(struct cq__grant *g) {
-  bool sweep = false;
-  for (unsigned i = 0; i < g->n_items; i++) {
-    uint64_t w = atomic_fetch_sub_explicit(&g->it[i].res->word,
-                                           (uint64_t)g->it[i].u.hold.held,
-                                           memory_order_acq_rel);
-    sweep |= (w & CQ__W_CONTENDED) != 0;
-  }
-  return sweep;
-}
-
-void cq__mark_contended_dirty(cq_pool *p, struct cq__grant *g) {
-  for (unsigned i = 0; i < g->n_items; i++)
-    if (g->it[i].res->blocked.count != 0)
-      cq__res_mark_dirty(p, g->it[i].res, 0);
 }
 
 static void queue_unlink(cq_pool *p, struct cq__grant *g) {
   if (g->qprev != NULL)
     g->qprev->qnext = g->qnext;
   else
-    p->queue_head = g->qnext;
+    p->q.head = g->qnext;
   if (g->qnext != NULL)
     g->qnext->qprev = g->qprev;
   else
-    p->queue_tail = g->qprev;
+    p->q.tail = g->qprev;
   g->qprev = g->qnext = NULL;
 }
 
-void cq__enqueue(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
-  g->qprev = p->queue_tail;
+void cq__policy_enqueue(cq_pool *p, struct cq__grant *g, int64_t deadline_ms,
+                        struct cq__outbox *o) {
+  g->deadline_ms = deadline_ms;
+  g->qprev = p->q.tail;
   g->qnext = NULL;
-  if (p->queue_tail != NULL)
-    p->queue_tail->qnext = g;
+  if (p->q.tail != NULL)
+    p->q.tail->qnext = g;
   else
-    p->queue_head = g;
-  p->queue_tail = g;
-  p->n_waiters++;
+    p->q.head = g;
+  p->q.tail = g;
+  p->q.n_waiters++;
   g->limited_waiter = g->req->limit_ms > 0;
   p->bf.candidates += g->limited_waiter;
   g->t_enqueue = cq__pool_now(p);
   for (unsigned i = 0; i < g->n_items; i++)
-    item_res(p, g, i)->n_waiting++;
+    g->it[i].res->n_waiting++;
 
   /* Block on the first item for now; examine() moves g to its real
    * blocker, or grants it if lock-free releases freed enough meanwhile. */
   g->blocker = 0;
-  cq__rb_insert(&item_res(p, g, 0)->blocked, &g->bnode, blocked_cmp);
+  cq__rb_insert(&g->it[0].res->blocked, &g->bnode, blocked_cmp);
   if (g->deadline_ms != CQ_NEVER)
-    cq__rb_insert(&p->deadlines, &g->dnode, deadline_cmp);
+    cq__rb_insert(&p->q.deadlines, &g->dnode, deadline_cmp);
   cq__gstate_set(g, CQ__G_WAITING);
   cq__event(p, CQ_EVENT_PARKED, g, NULL, 0);
-  examine(p, g, ctx);
+  examine(p, g, o);
 }
 
 /* Take g out of every waiting structure (claims included). */
 static void dequeue(cq_pool *p, struct cq__grant *g) {
   CQ__ASSERT(cq__gstate(g) == CQ__G_WAITING);
   drop_claims(p, g);
-  cq__rb_remove(&item_res(p, g, g->blocker)->blocked, &g->bnode);
+  cq__rb_remove(&g->it[g->blocker].res->blocked, &g->bnode);
   if (g->deadline_ms != CQ_NEVER)
-    cq__rb_remove(&p->deadlines, &g->dnode);
+    cq__rb_remove(&p->q.deadlines, &g->dnode);
   for (unsigned i = 0; i < g->n_items; i++)
-    item_res(p, g, i)->n_waiting--;
+    g->it[i].res->n_waiting--;
   queue_unlink(p, g);
-  p->n_waiters--;
+  p->q.n_waiters--;
   p->bf.candidates -= g->limited_waiter;
   g->limited_waiter = 0;
 }
 
 /* Tell a waiter its attempt is over: wake its thread or queue its callback. */
-static void notify(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
-  if (g->style == CQ__STYLE_BLOCKING) {
-    p->wakeups++;
-    g->ready_next = ctx->wake; /* woken by cq__ctx_wake() after unlock */
-    ctx->wake = g;
-  } else {
-    g->ready_next = NULL;
-    *ctx->ready_tail = g;
-    ctx->ready_tail = &g->ready_next;
-  }
+static void notify(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
+  if (g->style == CQ__STYLE_BLOCKING)
+    p->q.wakeups++;
+  cq__outbox_post(o, g);
 }
 
 static void grant_waiter(cq_pool *p, struct cq__grant *g,
-                         const int32_t *devices, struct cq__ctx *ctx) {
+                         const int32_t *devices, struct cq__outbox *o) {
   int64_t now = cq__pool_now(p);
   cq__bf_head_granted(p, g, now);
   dequeue(p, g);
   hold_units(p, g, devices, now);
   int64_t waited = now - g->t_enqueue;
   for (unsigned i = 0; i < g->n_items; i++)
-    cq__hist_add(&item_res(p, g, i)->wait, waited);
+    cq__hist_add(&g->it[i].res->wait, waited);
   cq__event(p, CQ_EVENT_GRANTED, g, NULL, waited);
-  p->waited_grants++;
+  p->q.waited_grants++;
   g->status = 0;
-  notify(p, g, ctx);
+  notify(p, g, o);
 }
 
-void cq__waiter_leave(cq_pool *p, struct cq__grant *g, int status,
-                      struct cq__ctx *ctx) {
+/* Waiter g leaves with `status` (not 0) and is told; no sweep. */
+static void leave(cq_pool *p, struct cq__grant *g, int status,
+                  struct cq__outbox *o) {
   for (unsigned i = 0; i < g->n_items; i++) {
     if (status == CQ_ETIMEDOUT)
-      item_res(p, g, i)->timeouts++;
+      g->it[i].res->timeouts++;
     else if (status == CQ_ECANCELED)
-      item_res(p, g, i)->cancels++;
+      g->it[i].res->cancels++;
   }
   dequeue(p, g);
   cq__gstate_set(g, CQ__G_IDLE);
@@ -565,39 +526,101 @@ void cq__waiter_leave(cq_pool *p, struct cq__grant *g, int status,
             : status == CQ_ECLOSED   ? CQ_EVENT_CLOSED
                                      : CQ_EVENT_NEVER,
             g, NULL, 0);
-  notify(p, g, ctx);
+  notify(p, g, o);
 }
 
-void cq__give_back(cq_pool *p, struct cq__grant *g, unsigned i,
-                   int64_t amount) {
-  struct cq__res *r = item_res(p, g, i);
-  if (r->kind == CQ__RES_DEVICES)
-    cq__dev_put(r, g->it[i].mode, g->it[i].u.hold.dev, amount);
-  else
-    budget_put(r, amount);
-  g->it[i].u.hold.held -= amount;
-  cq__units_returned(p, r, 0);
+void cq__policy_leave(cq_pool *p, struct cq__grant *g, int status,
+                      struct cq__outbox *o) {
+  leave(p, g, status, o);
+  sweep(p, o);
 }
 
-void cq__give_back_all(cq_pool *p, struct cq__grant *g) {
+/* ------------------------------------------------------------------------ */
+/* Units coming back                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* End an event that may have left resources to walk. */
+static void settle(cq_pool *p, struct cq__outbox *o) {
+  if (p->q.dirty != NULL)
+    sweep(p, o);
+}
+
+void cq__policy_release(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
+  cq__limit_released(p, g);
   for (unsigned i = 0; i < g->n_items; i++) {
     struct cq__gitem *it = &g->it[i];
-    if (it->flags & CQ__IT_LONE) {
-      /* The lone grant leaves: the budget is open again, with what it gave
-       * back early too (the bit is known set: subtracting it clears it). */
-      it->flags &= (uint8_t)~CQ__IT_LONE;
-      atomic_fetch_sub_explicit(&it->res->word, CQ__W_LONE,
-                                memory_order_acq_rel);
-    }
-    cq__give_back(p, g, i, it->u.hold.held);
+    /* A lone grant leaves: the budget opens again, with what it gave back
+     * early too. */
+    bool lone = (it->flags & CQ__IT_LONE) != 0;
+    it->flags &= (uint8_t)~CQ__IT_LONE;
+    give_back(p, g, i, it->u.hold.held, lone);
   }
-  cq__held_count(p, g, -1);
+  count_held(p, g, -1);
+  cq__gstate_set(g, CQ__G_IDLE);
+  cq__event(p, CQ_EVENT_RELEASED, g, NULL, 0);
+  settle(p, o);
 }
 
-void cq__held_count(cq_pool *p, struct cq__grant *g, int delta) {
-  p->n_held += (uint64_t)(int64_t)delta;
+/*
+ * A lock-free grant holds units on every budget it names until its
+ * release, which is how cq_pool_destroy() sees it. One that gives units
+ * back early could come to hold none, so from then on it is counted among
+ * the held grants, and released under the lock.
+ */
+static void adopt(cq_pool *p, struct cq__grant *g) {
+  if (!g->lockfree)
+    return;
+  g->lockfree = 0;
+  g->limited = 0;
+  g->overdue = 0;
+  g->limit_ms = 0;
+  count_held(p, g, +1);
+}
+
+void cq__policy_give_back(cq_pool *p, struct cq__grant *g, unsigned i,
+                          int64_t amount, struct cq__outbox *o) {
+  cq__bf_invalidate(p); /* the head's projection counted it whole */
+  adopt(p, g);
+  give_back(p, g, i, amount, false);
+  settle(p, o);
+}
+
+void cq__policy_give_back_device(cq_pool *p, struct cq__grant *g, unsigned i,
+                                 uint32_t index, int64_t milli,
+                                 struct cq__outbox *o) {
+  struct cq__gitem *it = &g->it[i];
+  cq__bf_invalidate(p);
+  if (it->mode == CQ__MODE_FRACTION) {
+    give_back(p, g, i, milli, false);
+  } else {
+    cq__dev_put_one(it->res, &it->u.hold.dev, index);
+    it->u.hold.held -= CQ_DEVICE_MILLI;
+    units_returned(p, it->res, 0);
+  }
+  settle(p, o);
+}
+
+void cq__policy_fast_released(cq_pool *p, struct cq__grant *g,
+                              struct cq__outbox *o) {
   for (unsigned i = 0; i < g->n_items; i++)
-    g->it[i].res->n_holders += (uint64_t)(int64_t)delta;
+    if (g->it[i].res->blocked.count != 0)
+      mark_dirty(p, g->it[i].res, 0);
+  settle(p, o);
+}
+
+void cq__policy_fast_failed(cq_pool *p, const struct cq__req *req,
+                            uint32_t uncounted, bool contended,
+                            struct cq__outbox *o) {
+  for (unsigned i = 0; uncounted != 0; i++, uncounted >>= 1)
+    if (uncounted & 1)
+      req->items[i].res->grants_total--; /* harvested before it was undone */
+  if (!contended)
+    return;
+  /* Units taken for a moment went back to a contended budget. */
+  for (unsigned i = 0; i < req->n_items; i++)
+    if (req->items[i].res->blocked.count != 0)
+      mark_dirty(p, req->items[i].res, 0);
+  sweep(p, o);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -609,7 +632,7 @@ void cq__held_count(cq_pool *p, struct cq__grant *g, int delta) {
  * position, that r now covers. Waiters passed over are not covered, and stay
  * so for the rest of this sweep unless r is marked again.
  */
-static struct cq__grant *next_candidate(cq_pool *p, struct cq__res *r) {
+static struct cq__grant *next_candidate(struct cq__res *r) {
   uint64_t from = r->walk_seq + 1;
   cq__rbnode *n = cq__rb_first(&r->blocked);
   /* Usually the walk starts at the oldest: no descent needed. */
@@ -620,13 +643,13 @@ static struct cq__grant *next_candidate(cq_pool *p, struct cq__res *r) {
       return NULL;
     for (; n != NULL; n = cq__rb_next(n)) {
       struct cq__grant *w = bnode_grant(n);
-      if (covered(p, w, w->blocker))
+      if (covered(w, w->blocker))
         return w;
       r->walk_seq = w->seq;
     }
     return NULL;
   }
-  if (budget_free(r) == 0)
+  if (cq__budget_free(r) == 0)
     return NULL;
   const struct cq__gitem *c = claimant_item(r);
   uint64_t claimant_seq = c != NULL ? item_grant(c)->seq : UINT64_MAX;
@@ -654,46 +677,46 @@ static struct cq__grant *next_candidate(cq_pool *p, struct cq__res *r) {
  *   sweep, so the blocker is checked once more after the claim.
  * Without other threads neither race happens and this is one round.
  */
-static void examine(cq_pool *p, struct cq__grant *g, struct cq__ctx *ctx) {
+static void examine(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
   for (;;) {
     int first = claim_lacks(p, g);
     if (first < 0) {
       int32_t devices[CQ_REQ_MAX_ITEMS];
-      if (take_units(p, g, devices, NULL)) {
-        grant_waiter(p, g, devices, ctx);
+      if (take_units(g, devices, NULL)) {
+        grant_waiter(p, g, devices, o);
         return;
       }
       continue;
     }
     if ((unsigned)first != g->blocker) {
-      cq__rb_remove(&item_res(p, g, g->blocker)->blocked, &g->bnode);
+      cq__rb_remove(&g->it[g->blocker].res->blocked, &g->bnode);
       g->blocker = (uint8_t)first;
-      cq__rb_insert(&item_res(p, g, (unsigned)first)->blocked, &g->bnode,
-                    blocked_cmp);
+      cq__rb_insert(&g->it[first].res->blocked, &g->bnode, blocked_cmp);
     }
-    if (!covered(p, g, (unsigned)first))
+    if (!covered(g, (unsigned)first))
       return;
   }
 }
 
-void cq__fail_unsatisfiable(cq_pool *p, struct cq__ctx *ctx) {
-  struct cq__grant *g = p->queue_head;
+/* Fail every waiter that can no longer ever fit (a capacity shrank, a
+ * device went offline) with CQ_ENEVER. */
+static void fail_unsatisfiable(cq_pool *p, struct cq__outbox *o) {
+  struct cq__grant *g = p->q.head;
   while (g != NULL) {
     struct cq__grant *next = g->qnext;
-    int rc = cq__req_validate(p, g->req, g->msg);
-    if (rc != 0)
-      cq__waiter_leave(p, g, CQ_ENEVER, ctx);
+    if (cq__validate(g->req, g->msg) != 0)
+      leave(p, g, CQ_ENEVER, o);
     g = next;
   }
 }
 
-static void sweep_once(cq_pool *p, struct cq__ctx *ctx) {
+static void sweep_once(cq_pool *p, struct cq__outbox *o) {
   for (;;) {
     struct cq__grant *best = NULL;
-    struct cq__res **link = &p->dirty_head;
+    struct cq__res **link = &p->q.dirty;
     while (*link != NULL) {
       struct cq__res *r = *link;
-      struct cq__grant *w = next_candidate(p, r);
+      struct cq__grant *w = next_candidate(r);
       if (w == NULL) {
         r->dirty = false;
         *link = r->dirty_next;
@@ -706,10 +729,10 @@ static void sweep_once(cq_pool *p, struct cq__ctx *ctx) {
     if (best == NULL)
       return;
     /* Nothing older than best can be covered now: move every walk past it. */
-    for (struct cq__res *r = p->dirty_head; r != NULL; r = r->dirty_next)
+    for (struct cq__res *r = p->q.dirty; r != NULL; r = r->dirty_next)
       if (r->walk_seq < best->seq)
         r->walk_seq = best->seq;
-    examine(p, best, ctx);
+    examine(p, best, o);
   }
 }
 
@@ -719,9 +742,9 @@ static void sweep_once(cq_pool *p, struct cq__ctx *ctx) {
  * make one fit (units freed, a new head or shadow time), since it walks the
  * queue.
  */
-static bool backfill_pass(cq_pool *p, struct cq__ctx *ctx) {
-  if (!(p->flags & CQ_POOL_BACKFILL) || p->queue_head == NULL ||
-      p->queue_head->qnext == NULL)
+static bool backfill_pass(cq_pool *p, struct cq__outbox *o) {
+  if (!(p->flags & CQ_POOL_BACKFILL) || p->q.head == NULL ||
+      p->q.head->qnext == NULL)
     return false;
   int64_t now = cq__pool_now(p);
   const struct cq__grant *h = cq__bf_head(p, now);
@@ -735,18 +758,67 @@ static bool backfill_pass(cq_pool *p, struct cq__ctx *ctx) {
   for (struct cq__grant *w = h->qnext; w != NULL; w = next) {
     next = w->qnext;
     int32_t devices[CQ_REQ_MAX_ITEMS];
-    if (w->req->limit_ms > 0 && covered_all(p, w, h) &&
-        cq__bf_allows(p, w, now) && take_units(p, w, devices, h)) {
-      grant_waiter(p, w, devices, ctx);
-      p->backfilled++;
+    if (w->req->limit_ms > 0 && covered_all(w, h) && cq__bf_allows(p, w, now) &&
+        take_units(w, devices, h)) {
+      grant_waiter(p, w, devices, o);
+      p->bf.backfilled++;
       any = true;
     }
   }
   return any;
 }
 
-void cq__sweep(cq_pool *p, struct cq__ctx *ctx) {
+/* Examine waiters that may now fit, oldest first, until none can; then let
+ * waiters pass the head where backfill allows it, and again. */
+static void sweep(cq_pool *p, struct cq__outbox *o) {
   do
-    sweep_once(p, ctx);
-  while (backfill_pass(p, ctx) && p->dirty_head != NULL);
+    sweep_once(p, o);
+  while (backfill_pass(p, o) && p->q.dirty != NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Capacities, time, closing                                                 */
+/* ------------------------------------------------------------------------ */
+
+void cq__policy_capacity_changed(cq_pool *p, struct cq__res *r, bool tighter,
+                                 struct cq__outbox *o) {
+  cq__bf_invalidate(p);
+  if (tighter)
+    fail_unsatisfiable(p, o);
+  /* Growing frees units; shrinking may change what a lone claimant needs,
+   * and devices coming and going move reservations. Either way the waiters
+   * here are looked at again. */
+  if (r->blocked.count != 0)
+    mark_dirty(p, r, 0);
+  sweep(p, o);
+}
+
+void cq__policy_expire(cq_pool *p, int64_t now, struct cq__outbox *o) {
+  cq__limits_expire(p, now);
+  cq__rbnode *n;
+  while ((n = cq__rb_first(&p->q.deadlines)) != NULL) {
+    struct cq__grant *g = CQ__CONTAINER_OF(n, struct cq__grant, dnode);
+    if (g->deadline_ms > now)
+      break;
+    leave(p, g, CQ_ETIMEDOUT, o);
+  }
+  sweep(p, o);
+}
+
+int64_t cq__policy_next_deadline(const cq_pool *p) {
+  int64_t limit = cq__limits_first(p);
+  cq__rbnode *n = cq__rb_first(&p->q.deadlines);
+  if (n == NULL)
+    return limit;
+  int64_t d = CQ__CONTAINER_OF(n, struct cq__grant, dnode)->deadline_ms;
+  return d < limit ? d : limit;
+}
+
+void cq__policy_close(cq_pool *p, struct cq__outbox *o) {
+  /* Everyone leaves; nobody is left to be granted, so no sweep. */
+  while (p->q.head != NULL)
+    leave(p, p->q.head, CQ_ECLOSED, o);
+  for (struct cq__res *r = p->q.dirty; r != NULL; r = r->dirty_next)
+    r->dirty = false;
+  p->q.dirty = NULL;
 }

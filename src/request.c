@@ -8,7 +8,7 @@
  * in the request's message buffer; a request is owned by one builder, so the
  * buffer is not shared between threads the way a pool would be.
  */
-#include "cq_internal.h"
+#include "pool.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -68,9 +68,8 @@ static bool all_budgets(const struct cq__req *r) {
  * An empty request takes the lock too: it holds no units, so only the
  * pool's count of held grants shows it to cq_pool_destroy(). */
 static uint16_t lockfree_flag(const struct cq__req *r) {
-  return r->n_items > 0 && all_budgets(r) && r->limit_ms == 0
-             ? CQ__REQ_LOCKFREE
-             : 0;
+  return r->n_items > 0 && all_budgets(r) && r->limit_ms == 0 ? CQ__REQ_LOCKFREE
+                                                              : 0;
 }
 
 /* Format thousandths as a decimal without trailing zeros ("0.25", "2"). */
@@ -121,27 +120,28 @@ static int add_item(cq_req *req, const char *resource, int64_t amount,
   int rc = 0;
 
   cq__mutex_lock(&p->lock);
-  struct cq__res *res = cq__res_find(p, resource);
+  struct cq__res *res = cq__res_find(&p->tab, resource);
   if (res == NULL) {
-    cq__msgf(r->msg, "request asks unknown resource \"%.*s\"", CQ_NAME_MAX,
-             resource);
+    cq__msgf(r->msg, CQ__MSG_MAX, "request asks unknown resource \"%.*s\"",
+             CQ_NAME_MAX, resource);
     rc = CQ_ENOENT;
     goto out;
   }
   const char *mismatch = mode_mismatch(mode, res->kind, as_class);
   if (mismatch != NULL) {
-    cq__msgf(r->msg, mismatch, res->name);
+    cq__msgf(r->msg, CQ__MSG_MAX, mismatch, res->name);
     rc = CQ_EINVAL;
     goto out;
   }
   for (uint32_t i = 0; i < r->n_items; i++) {
     if (r->items[i].res == res) {
-      cq__msgf(r->msg, "request already names %s", res->name);
+      cq__msgf(r->msg, CQ__MSG_MAX, "request already names %s", res->name);
       rc = CQ_EEXIST;
       goto out;
     }
     if (as_class && r->items[i].res->kind == CQ__RES_CLASS) {
-      cq__msgf(r->msg, "request already has class %s", r->items[i].res->name);
+      cq__msgf(r->msg, CQ__MSG_MAX, "request already has class %s",
+               r->items[i].res->name);
       rc = CQ_EEXIST;
       goto out;
     }
@@ -150,7 +150,7 @@ static int add_item(cq_req *req, const char *resource, int64_t amount,
   char what[CQ_NAME_MAX + 40];
   cq__item_text(what, sizeof(what), &it);
   if (amount <= 0 || (mode == CQ__MODE_FRACTION && amount > CQ_DEVICE_MILLI)) {
-    cq__msgf(r->msg, "request asks %s but %s", what,
+    cq__msgf(r->msg, CQ__MSG_MAX, "request asks %s but %s", what,
              mode == CQ__MODE_FRACTION
                  ? "a fraction must be above 0 and at most 1"
                  : "amounts must be positive");
@@ -158,7 +158,8 @@ static int add_item(cq_req *req, const char *resource, int64_t amount,
     goto out;
   }
   if (r->n_items == CQ_REQ_MAX_ITEMS) {
-    cq__msgf(r->msg, "request names more than %d resources", CQ_REQ_MAX_ITEMS);
+    cq__msgf(r->msg, CQ__MSG_MAX, "request names more than %d resources",
+             CQ_REQ_MAX_ITEMS);
     rc = CQ_ETOOMANY;
     goto out;
   }
@@ -176,7 +177,7 @@ int cq_req_set_hold_limit(cq_req *req, int64_t limit_ms) {
     return CQ_EINVAL;
   struct cq__req *r = cq__req_of(req);
   if (limit_ms < 0 || limit_ms > CQ__LIMIT_MAX) {
-    cq__msgf(r->msg,
+    cq__msgf(r->msg, CQ__MSG_MAX,
              "hold limit %" PRId64 " ms: it must be 0 (none) or from 1 to "
              "%" PRId64 " ms",
              limit_ms, CQ__LIMIT_MAX);
@@ -226,13 +227,13 @@ int cq_req_add_str(cq_req *req, const char *resource, const char *amount) {
     return CQ_EINVAL;
   struct cq__req *r = cq__req_of(req);
   cq__mutex_lock(&r->pool->lock);
-  struct cq__res *res = cq__res_find(r->pool, resource);
+  struct cq__res *res = cq__res_find(&r->pool->tab, resource);
   bool devices = res != NULL && res->kind == CQ__RES_DEVICES;
   cq__mutex_unlock(&r->pool->lock);
   if (res == NULL) {
     /* How to read the amount depends on the resource: name it first. */
-    cq__msgf(r->msg, "request asks unknown resource \"%.*s\"", CQ_NAME_MAX,
-             resource);
+    cq__msgf(r->msg, CQ__MSG_MAX, "request asks unknown resource \"%.*s\"",
+             CQ_NAME_MAX, resource);
     return CQ_ENOENT;
   }
 
@@ -240,8 +241,8 @@ int cq_req_add_str(cq_req *req, const char *resource, const char *amount) {
   int rc =
       devices ? cq_device_amount_parse(amount, &v) : parse_units(amount, &v);
   if (rc != 0) {
-    cq__msgf(r->msg, "request asks %.*s:%.32s: %s", CQ_NAME_MAX, resource,
-             amount,
+    cq__msgf(r->msg, CQ__MSG_MAX, "request asks %.*s:%.32s: %s", CQ_NAME_MAX,
+             resource, amount,
              rc == CQ_EPARSE ? "not a number"
              : devices       ? "a device amount is above 0, in thousandths"
                              : "out of range");
@@ -252,54 +253,11 @@ int cq_req_add_str(cq_req *req, const char *resource, const char *amount) {
   if (v <= CQ_DEVICE_MILLI && v % CQ_DEVICE_MILLI != 0)
     return cq_req_add_fraction(req, resource, v);
   if (v % CQ_DEVICE_MILLI != 0) {
-    cq__msgf(r->msg,
+    cq__msgf(r->msg, CQ__MSG_MAX,
              "request asks %.*s:%.32s, which is not a valid amount of a device "
              "pool: a fraction up to 1, or whole devices",
              CQ_NAME_MAX, resource, amount);
     return CQ_ERANGE;
   }
   return cq_req_add_devices(req, resource, v / CQ_DEVICE_MILLI);
-}
-
-int cq__req_validate_item(cq_pool *p, const struct cq__ritem *it, char *msg) {
-  (void)p;
-  const struct cq__res *res = it->res;
-  if (atomic_load_explicit(&res->word, memory_order_relaxed) & CQ__W_REMOVED) {
-    cq__msgf(msg, "request names %s, which was removed", res->name);
-    return CQ_ENOENT;
-  }
-  if (res->kind == CQ__RES_DEVICES) {
-    if (it->mode == CQ__MODE_WHOLE && it->amount > (int64_t)res->n_online) {
-      cq__msgf(msg, "request asks %" PRId64 " devices of %s but it has %u",
-               it->amount, res->name, res->n_online);
-      return CQ_ENEVER;
-    }
-    if (it->mode == CQ__MODE_FRACTION && res->n_online == 0) {
-      char what[CQ_NAME_MAX + 40];
-      cq__item_text(what, sizeof(what), it);
-      cq__msgf(msg, "request asks %s but %s has no device", what, res->name);
-      return CQ_ENEVER;
-    }
-    return 0;
-  }
-  int64_t cap = cq__res_capacity(res);
-  if (it->amount > cap && !(res->flags & CQ_BUDGET_LONE)) {
-    if (res->kind == CQ__RES_CLASS)
-      cq__msgf(msg, "request is of class %s, whose max_workers is %" PRId64,
-               res->name, cap);
-    else
-      cq__msgf(msg, "request asks %s:%" PRId64 " but its capacity is %" PRId64,
-               res->name, it->amount, cap);
-    return CQ_ENEVER;
-  }
-  return 0;
-}
-
-int cq__req_validate(cq_pool *p, const struct cq__req *req, char *msg) {
-  for (uint32_t i = 0; i < req->n_items; i++) {
-    int rc = cq__req_validate_item(p, &req->items[i], msg);
-    if (rc != 0)
-      return rc;
-  }
-  return 0;
 }

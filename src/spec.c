@@ -405,7 +405,7 @@ int cq__pool_add_spec_n(cq_pool *pool, const char *spec, size_t len,
     if (named_before(&lx, &d.it))
       return fail_named_twice(&lx, &d.it);
     cq__mutex_lock(&pool->lock);
-    bool taken = cq__res_find(pool, d.it.name) != NULL;
+    bool taken = cq__res_find(&pool->tab, d.it.name) != NULL;
     cq__mutex_unlock(&pool->lock);
     if (taken)
       return lex_fail(&lx, CQ_EEXIST, "\"%s\" already exists (column %zu)",

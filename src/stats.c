@@ -1,5 +1,5 @@
 /*
- * Stats and metrics: the waiting-time histogram, per-resource snapshots, and
+ * Stats and metrics: per-resource snapshots, and
  * the Prometheus text exposition.
  *
  * Every snapshot is taken under the pool lock, with each usage word read
@@ -7,7 +7,9 @@
  * agree with each other. Formatting and writing happen after the lock is
  * dropped.
  */
-#include "cq_internal.h"
+#include "pool.h"
+
+#include "place.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -15,72 +17,11 @@
 #include <string.h>
 
 /* ------------------------------------------------------------------------ */
-/* Histogram                                                                 */
-/* ------------------------------------------------------------------------ */
-
-static int hist_index(int64_t v) {
-  if (v < 8)
-    return v < 0 ? 0 : (int)v;
-  int e = 63 - __builtin_clzll((unsigned long long)v); /* >= 3 */
-  if (e > 44)
-    return CQ__HIST_BUCKETS - 1;
-  return 8 + (e - 3) * 8 + (int)((v >> (e - 3)) & 7);
-}
-
-/* The middle of bucket i: what the bucket reports. */
-static int64_t hist_value(int i) {
-  if (i < 8)
-    return i;
-  int e = (i - 8) / 8 + 3, sub = (i - 8) % 8;
-  int64_t low = (int64_t)(8 + sub) << (e - 3);
-  return low + ((int64_t)1 << (e - 3)) / 2;
-}
-
-void cq__hist_add(struct cq__hist *h, int64_t value) {
-  if (value < 0)
-    value = 0;
-  h->buckets[hist_index(value)]++;
-  h->count++;
-  h->sum += value;
-  if (value > h->max)
-    h->max = value;
-}
-
-int64_t cq__hist_quantile(const struct cq__hist *h, uint64_t zeros, double q) {
-  uint64_t total = h->count + zeros;
-  if (total == 0)
-    return 0;
-  uint64_t rank = (uint64_t)(q * (double)total);
-  if ((double)rank < q * (double)total)
-    rank++; /* ceil */
-  if (rank == 0)
-    rank = 1;
-  if (rank == total)
-    return h->count > 0 ? h->max : 0; /* the largest is known exactly */
-  uint64_t seen = zeros;
-  if (seen >= rank)
-    return 0;
-  for (int i = 0; i < CQ__HIST_BUCKETS; i++) {
-    seen += h->buckets[i];
-    if (seen >= rank) {
-      int64_t v = hist_value(i);
-      return v > h->max ? h->max : v;
-    }
-  }
-  return h->max;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Snapshots                                                                 */
 /* ------------------------------------------------------------------------ */
 
-static const struct cq__gitem *claimant_of(const struct cq__res *r) {
-  cq__rbnode *n = cq__rb_first(&r->claims);
-  return n != NULL ? CQ__CONTAINER_OF(n, struct cq__gitem, u.claim) : NULL;
-}
-
 /* Fill *out for r. Lock held. */
-void cq__res_snapshot(struct cq__res *r, cq_resource_stats *out) {
+static void res_snapshot(struct cq__res *r, cq_resource_stats *out) {
   memset(out, 0, sizeof(*out));
   memcpy(out->name, r->name, sizeof(out->name));
   out->kind = r->kind;
@@ -91,15 +32,13 @@ void cq__res_snapshot(struct cq__res *r, cq_resource_stats *out) {
   int64_t peak = atomic_load_explicit(&r->peak, memory_order_relaxed);
   /* A lock-free grant raises the peak just after taking its units. */
   out->peak = peak > out->in_use ? peak : out->in_use;
-  const struct cq__gitem *c = claimant_of(r);
+  out->withheld = cq__policy_withheld(r, w);
   if (r->kind == CQ__RES_DEVICES) {
     out->capacity = (int64_t)r->n_online * CQ_DEVICE_MILLI;
-    out->withheld = c != NULL ? cq__dev_withheld(r, c) : 0;
     out->devices = r->n_devs;
     out->online = r->n_online;
   } else {
     out->capacity = cq__res_capacity(r);
-    out->withheld = cq__budget_withheld(r, w);
   }
   out->waiting = r->n_waiting;
   out->timeouts = r->timeouts;
@@ -119,39 +58,11 @@ int cq_resource_stats_get(cq_pool *pool, const char *name,
   if (pool == NULL || name == NULL || out == NULL)
     return CQ_EINVAL;
   cq__mutex_lock(&pool->lock);
-  struct cq__res *r = cq__res_find(pool, name);
+  struct cq__res *r = cq__res_find(&pool->tab, name);
   if (r != NULL)
-    cq__res_snapshot(r, out);
+    res_snapshot(r, out);
   cq__mutex_unlock(&pool->lock);
   return r != NULL ? 0 : CQ_ENOENT;
-}
-
-/* The pool's resources in resource order: device pools first. Lock held.
- * Fills up to cap pointers; returns how many there are. */
-static size_t ordered(cq_pool *p, struct cq__res **out, size_t cap) {
-  size_t n = 0;
-  for (int pass = 0; pass < 2; pass++) {
-    for (uint32_t i = 0; i < p->n_slots; i++) {
-      struct cq__res *r = p->res[i];
-      if (r == NULL || (r->kind == CQ__RES_DEVICES) != (pass == 0))
-        continue;
-      if (n < cap)
-        out[n] = r;
-      n++;
-    }
-  }
-  /* Within a group, uids grow with the order of addition; slots may not. */
-  for (size_t i = 1; i < n && i < cap; i++) {
-    struct cq__res *r = out[i];
-    size_t j = i;
-    while (j > 0 && cq__rank(out[j - 1]->kind, out[j - 1]->uid) >
-                        cq__rank(r->kind, r->uid)) {
-      out[j] = out[j - 1];
-      j--;
-    }
-    out[j] = r;
-  }
-  return n;
 }
 
 int cq_pool_snapshot(cq_pool *pool, cq_resource_stats *out, size_t cap,
@@ -159,23 +70,54 @@ int cq_pool_snapshot(cq_pool *pool, cq_resource_stats *out, size_t cap,
   if (pool == NULL || count == NULL || (out == NULL && cap > 0))
     return CQ_EINVAL;
   cq__mutex_lock(&pool->lock);
-  size_t n = ordered(pool, NULL, 0);
+  size_t n = cq__res_ordered(&pool->tab, NULL, 0);
   struct cq__res *stack[64];
   struct cq__res **list = stack;
   if (n > 64)
-    list = cq__alloc(pool, n * sizeof(*list));
+    list = cq__alloc(&pool->alloc, n * sizeof(*list));
   if (list == NULL) {
     cq__mutex_unlock(&pool->lock);
     return CQ_ENOMEM;
   }
-  ordered(pool, list, n);
+  cq__res_ordered(&pool->tab, list, n);
   for (size_t i = 0; i < n && i < cap; i++)
-    cq__res_snapshot(list[i], &out[i]);
+    res_snapshot(list[i], &out[i]);
   cq__mutex_unlock(&pool->lock);
   if (list != stack)
-    cq__free(pool, list);
+    cq__free(&pool->alloc, list);
   *count = n;
   return 0;
+}
+
+/* Fill *out for device `index` of device pool r. Lock held. */
+static void dev_snapshot(struct cq__res *r, uint32_t index,
+                         cq_device_stats *out) {
+  const struct cq__dev *d = &r->devs[index];
+  const struct cq__ritem *ask = cq__policy_reservation(r);
+  uint64_t stamp = ask != NULL ? cq__dev_reserve(r, ask) : 0;
+  memset(out, 0, sizeof(*out));
+  memcpy(out->id, d->id, sizeof(out->id));
+  out->index = d->index;
+  out->online = d->online;
+  out->whole = d->whole;
+  out->reserved = stamp != 0 && d->mark == stamp;
+  out->used_milli = d->used;
+  out->peak_milli = d->peak;
+  out->grants = d->grants;
+}
+
+int cq_device_stats_get(cq_pool *pool, const char *name, uint32_t index,
+                        cq_device_stats *out) {
+  if (pool == NULL || name == NULL || out == NULL)
+    return CQ_EINVAL;
+  cq__mutex_lock(&pool->lock);
+  struct cq__res *r = cq__res_find(&pool->tab, name);
+  if (r != NULL && r->kind != CQ__RES_DEVICES)
+    r = NULL;
+  if (r != NULL && index < r->n_devs)
+    dev_snapshot(r, index, out);
+  cq__mutex_unlock(&pool->lock);
+  return r != NULL && index < r->n_devs ? 0 : CQ_ENOENT;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -373,36 +315,37 @@ int cq_pool_write_metrics(cq_pool *pool, cq_write_fn write, void *arg) {
   int rc = 0;
 
   cq__mutex_lock(&pool->lock);
-  size_t n = ordered(pool, NULL, 0);
-  struct cq__res **list = n ? cq__alloc(pool, n * sizeof(*list)) : NULL;
+  size_t n = cq__res_ordered(&pool->tab, NULL, 0);
+  struct cq__res **list = n ? cq__alloc(&pool->alloc, n * sizeof(*list)) : NULL;
   size_t n_devs = 0;
   if (list != NULL) {
-    ordered(pool, list, n);
+    cq__res_ordered(&pool->tab, list, n);
     for (size_t i = 0; i < n; i++)
       if (list[i]->kind == CQ__RES_DEVICES)
         n_devs += list[i]->n_devs;
   }
-  m.res = n ? cq__alloc(pool, n * sizeof(*m.res)) : NULL;
-  m.devs = n_devs ? cq__alloc(pool, n_devs * sizeof(*m.devs)) : NULL;
-  m.dev_pool = n_devs ? cq__alloc(pool, n_devs * sizeof(*m.dev_pool)) : NULL;
+  m.res = n ? cq__alloc(&pool->alloc, n * sizeof(*m.res)) : NULL;
+  m.devs = n_devs ? cq__alloc(&pool->alloc, n_devs * sizeof(*m.devs)) : NULL;
+  m.dev_pool =
+      n_devs ? cq__alloc(&pool->alloc, n_devs * sizeof(*m.dev_pool)) : NULL;
   if (n > 0 && (list == NULL || m.res == NULL ||
                 (n_devs > 0 && (m.devs == NULL || m.dev_pool == NULL)))) {
     rc = CQ_ENOMEM;
   } else {
     for (size_t i = 0; i < n; i++) {
       struct cq__res *r = list[i];
-      cq__res_snapshot(r, &m.res[m.n_res]);
+      res_snapshot(r, &m.res[m.n_res]);
       m.n_res++;
       for (uint32_t d = 0; r->kind == CQ__RES_DEVICES && d < r->n_devs; d++) {
-        cq__dev_snapshot(r, d, &m.devs[m.n_devs]);
+        dev_snapshot(r, d, &m.devs[m.n_devs]);
         m.dev_pool[m.n_devs] = m.res[m.n_res - 1].name;
         m.n_devs++;
       }
     }
-    m.pool.waiting = pool->n_waiters;
-    m.pool.waited_grants = pool->waited_grants;
-    m.pool.wakeups = pool->wakeups;
-    m.pool.events_dropped = pool->events_dropped;
+    m.pool.waiting = pool->q.n_waiters;
+    m.pool.waited_grants = pool->q.waited_grants;
+    m.pool.wakeups = pool->q.wakeups;
+    m.pool.events_dropped = pool->ev.dropped;
   }
   cq__mutex_unlock(&pool->lock);
 
@@ -423,9 +366,9 @@ int cq_pool_write_metrics(cq_pool *pool, cq_write_fn write, void *arg) {
     write_resources(&o, &m, true);
     rc = o.rc;
   }
-  cq__free(pool, list);
-  cq__free(pool, m.res);
-  cq__free(pool, m.devs);
-  cq__free(pool, (void *)m.dev_pool);
+  cq__free(&pool->alloc, list);
+  cq__free(&pool->alloc, m.res);
+  cq__free(&pool->alloc, m.devs);
+  cq__free(&pool->alloc, (void *)m.dev_pool);
   return rc;
 }

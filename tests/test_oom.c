@@ -298,8 +298,8 @@ static void state_equal(const struct state *a, const struct state *b) {
 static long kept_blocks(cq_pool *p) {
   long n = 0;
   cq__mutex_lock(&p->lock);
-  n += p->res != NULL;
-  for (const struct cq__res *r = p->graveyard; r != NULL; r = r->grave_next)
+  n += p->tab.res != NULL;
+  for (const struct cq__res *r = p->tab.graveyard; r != NULL; r = r->grave_next)
     n += 1 + (r->devs != NULL);
   cq__mutex_unlock(&p->lock);
   return n;

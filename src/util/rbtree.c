@@ -17,7 +17,7 @@
  * attaches there without descending. Directions are indices: child[0] is left,
  * child[1] right, so each case is written once for both mirror images.
  */
-#include "cq_internal.h"
+#include "util/rbtree.h"
 
 #define RED ((uintptr_t)1)
 

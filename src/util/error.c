@@ -1,12 +1,11 @@
 /*
- * Error codes: cq_strerror() and cq_err_name() are generated from the one
- * table in the public header, CQ_ERRNO_MAP.
+ * Error codes and the version: cq_strerror() and cq_err_name() are
+ * generated from the one table in the public header, CQ_ERRNO_MAP; and
+ * what an internal invariant that broke says before the process aborts.
  */
-#include "cq_internal.h"
+#include "util/base.h"
 
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 const char *cq_strerror(int err) {
   switch (err) {
@@ -51,11 +50,4 @@ void cq__panic(const char *file, int line, const char *what) {
   fprintf(stderr, "libcronoq: internal invariant broken at %s:%d: %s\n", file,
           line, what);
   abort();
-}
-
-void cq__msgf(char *buf, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  (void)vsnprintf(buf, CQ__MSG_MAX, fmt, ap);
-  va_end(ap);
 }

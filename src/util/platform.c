@@ -5,7 +5,7 @@
  */
 /* sem_clockwait() is a GNU extension (glibc 2.30). */
 #define _GNU_SOURCE
-#include "cq_internal.h"
+#include "util/platform.h"
 
 #include <errno.h>
 #include <time.h>

@@ -1,0 +1,63 @@
+/*
+ * Hold limits and backfill (backfill.c): the policy's clock. The README's
+ * "Backfill" section is the specification; backfill.c says how the code
+ * keeps it. Only the policy (queue.c) calls these, with the pool lock held.
+ */
+#ifndef CRONOQ_BACKFILL_H
+#define CRONOQ_BACKFILL_H
+
+#include "util/rbtree.h"
+
+struct cq__grant;
+
+/* The pool's part. */
+struct cq__bf {
+  cq__rbtree limits;   /* holders with a limit not yet passed, by its end */
+  uint64_t next_gseq;  /* grant order */
+  uint64_t overdue;    /* grants that outlived their limit */
+  uint64_t backfilled; /* grants made by backfill */
+  uint64_t late_heads; /* heads granted after their shadow time */
+  uint64_t head_seq;   /* the head waiter S is for; 0: none yet */
+  int64_t S;           /* its sticky shadow time; CQ_NEVER: unknown */
+  bool dirty;          /* S and the projection need computing */
+  uint64_t epoch;      /* next_gseq when they were computed */
+  uint64_t stamp;      /* marks the head's resources (cq__res.bf_mark) */
+  bool kick;           /* waiters may have become backfillable */
+  size_t candidates;   /* waiters with a hold limit */
+};
+
+void cq__bf_init(struct cq__bf *bf);
+
+/* A grant was just made (units held): keep its limit in order, and account
+ * for it in the head's projection. */
+void cq__limit_granted(cq_pool *p, struct cq__grant *g, int64_t now);
+/* A grant is being released in full: the reverse. */
+void cq__limit_released(cq_pool *p, struct cq__grant *g);
+/* Part of a grant went back, or a capacity or device changed: the shadow
+ * time and projection must be computed again. */
+void cq__bf_invalidate(cq_pool *p);
+/* Mark every limited grant whose limit ended at or before `now` overdue. */
+void cq__limits_expire(cq_pool *p, int64_t now);
+/* The earliest limit end still pending, or CQ_NEVER. */
+int64_t cq__limits_first(const cq_pool *p);
+/* Whether `g` (not the head) may be backfilled now, going by what the
+ * caller found: it is covered everywhere once the head's withholding is
+ * ignored. */
+bool cq__bf_allows(cq_pool *p, struct cq__grant *g, int64_t now);
+/* The head waiter the backfill rules protect, when backfill is on and it
+ * may be passed now; else NULL. */
+const struct cq__grant *cq__bf_head(cq_pool *p, int64_t now);
+/* A waiter is being granted: count it if it was the head and its shadow
+ * time has passed. */
+void cq__bf_head_granted(cq_pool *p, const struct cq__grant *g, int64_t now);
+
+struct cq__res;
+struct cq__ritem;
+/* Asked of the policy (queue.c): the ask whose device reservation applies
+ * to g on r once `ignore`'s (the head's, when backfilling) is disregarded;
+ * NULL when none does. */
+const struct cq__ritem *cq__excl_for(const struct cq__res *r,
+                                     const struct cq__grant *g,
+                                     const struct cq__grant *ignore);
+
+#endif /* CRONOQ_BACKFILL_H */

@@ -1,0 +1,149 @@
+/*
+ * The waiting policy's interface: FIFO with reservation (queue.c, with its
+ * clock, the shadow time of backfill.c, and the lock-free clause of
+ * budget.c). The rule itself is stated at the top of queue.c.
+ *
+ * The API (grant.c, pool.c, resource.c, device.c, host.c, stats.c) asks the
+ * policy through these entry points and nothing else. Each is one event
+ * (an attempt arrives, a waiter leaves, units come back, a capacity
+ * changes, time passes, the pool closes) and finishes its own work: the
+ * grants it makes and the outcomes it decides go to the caller's outbox,
+ * which the caller flushes once the lock is dropped. The one exception is
+ * cq__policy_enqueue(): what a new waiter's claims leave to walk is walked
+ * by the next event's sweep (it can grant nobody older than that waiter).
+ *
+ * All with the pool lock held, except the lock-free clause.
+ */
+#ifndef CRONOQ_POLICY_H
+#define CRONOQ_POLICY_H
+
+#include "grant.h"
+#include "outbox.h"
+
+/* The pool's part. */
+struct cq__queue {
+  uint64_t next_seq;
+  struct cq__grant *head; /* every waiter, oldest first */
+  struct cq__grant *tail;
+  uint64_t n_waiters;
+  uint64_t n_held; /* grants held that were made or adopted under the lock;
+                      lock-free ones hold units, which the destroy check
+                      sees */
+  uint64_t waited_grants; /* grants to requests that had waited */
+  uint64_t wakeups;       /* blocked threads signalled */
+  struct cq__res *dirty;  /* resources freed since the last sweep */
+  cq__rbtree deadlines;   /* waiters with a finite deadline */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Attempts                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Bind a fresh attempt of `req` to g and give it the next arrival. */
+void cq__policy_bind(cq_pool *p, struct cq__grant *g,
+                     const struct cq__req *req);
+/* A new arrival: granted now, normally or by backfill (true), or left
+ * ungranted with nothing changed (false). A try's whole answer, and a
+ * blocking or callback acquire's first look. */
+bool cq__policy_arrive(cq_pool *p, struct cq__grant *g);
+/* The arrival did not fit: it waits with `deadline_ms` (CQ_NEVER: none),
+ * claiming what it lacks. It may be granted at once, when a lock-free
+ * release raced its arrival; then its outcome is in `o`. */
+void cq__policy_enqueue(cq_pool *p, struct cq__grant *g, int64_t deadline_ms,
+                        struct cq__outbox *o);
+/* A waiter leaves with `status` (CQ_ECANCELED, CQ_ETIMEDOUT, CQ_ECLOSED):
+ * it is told, and whoever now fits is granted. */
+void cq__policy_leave(cq_pool *p, struct cq__grant *g, int status,
+                      struct cq__outbox *o);
+
+/* ------------------------------------------------------------------------ */
+/* Units coming back                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* A held grant gives back everything (a release under the lock). */
+void cq__policy_release(cq_pool *p, struct cq__grant *g, struct cq__outbox *o);
+/* A held grant gives back `amount` units of budget item i early. */
+void cq__policy_give_back(cq_pool *p, struct cq__grant *g, unsigned i,
+                          int64_t amount, struct cq__outbox *o);
+/* A held grant gives back `milli` thousandths of device `index` of device
+ * item i early: part of its fraction, or one whole device. */
+void cq__policy_give_back_device(cq_pool *p, struct cq__grant *g, unsigned i,
+                                 uint32_t index, int64_t milli,
+                                 struct cq__outbox *o);
+/* A lock-free release found one of its budgets contended: the waiters
+ * blocked there are looked at again. */
+void cq__policy_fast_released(cq_pool *p, struct cq__grant *g,
+                              struct cq__outbox *o);
+/* A lock-free attempt gave back what it had taken: the counts it left to
+ * take off (bit i: item i, see cq__budget_fast_take()), and when
+ * `contended`, units went back to a contended budget. */
+void cq__policy_fast_failed(cq_pool *p, const struct cq__req *req,
+                            uint32_t uncounted, bool contended,
+                            struct cq__outbox *o);
+
+/* ------------------------------------------------------------------------ */
+/* Capacities, time, closing                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* The capacity of r changed (a budget or class), or one of its devices
+ * went online or offline; `tighter` when something shrank. Waiters that
+ * can now never fit fail first, then whoever fits is granted. */
+void cq__policy_capacity_changed(cq_pool *p, struct cq__res *r, bool tighter,
+                                 struct cq__outbox *o);
+/* Time is `now`: hold limits that ended go overdue, waiters whose deadline
+ * passed leave, and whoever then fits is granted. */
+void cq__policy_expire(cq_pool *p, int64_t now, struct cq__outbox *o);
+/* The earliest waiter deadline or hold-limit end still pending, or
+ * CQ_NEVER. */
+int64_t cq__policy_next_deadline(const cq_pool *p);
+/* The pool closes: every waiter leaves with CQ_ECLOSED. */
+void cq__policy_close(cq_pool *p, struct cq__outbox *o);
+
+/* ------------------------------------------------------------------------ */
+/* Questions                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Units of budget-like r open to a new request: free minus withheld. */
+int64_t cq__policy_open(const struct cq__res *r);
+/* What r withholds for its claimant: units of a budget or class (given its
+ * usage word), free thousandths on the devices reserved of a device pool. */
+int64_t cq__policy_withheld(struct cq__res *r, uint64_t word);
+/* The ask whose device reservation applies to a new request on device pool
+ * r, or NULL: for cq__dev_copies(), cq__dev_room() and snapshots. */
+const struct cq__ritem *cq__policy_reservation(const struct cq__res *r);
+
+/* ------------------------------------------------------------------------ */
+/* The lock-free clause (budget.c), without the lock                         */
+/* ------------------------------------------------------------------------ */
+
+/* Grant a budget-only request without the lock: 1 granted; 0 not now (take
+ * the lock and decide there); -1 not now, and a transient hold went back to
+ * a contended budget. Then cq__policy_fast_failed() must follow, with
+ * `uncounted`, under the lock. */
+static inline int cq__policy_fast_acquire(struct cq__grant *g,
+                                          const struct cq__req *req,
+                                          uint32_t *uncounted) {
+  return cq__budget_fast_take(g, req, uncounted);
+}
+/* Release a lock-free grant without the lock; true when a contended budget
+ * got units back: then cq__policy_fast_released() must follow. */
+static inline bool cq__policy_fast_release(struct cq__grant *g) {
+  return cq__budget_fast_give(g);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The invariant checker                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Check every invariant of the policy's state at rest (see queue.c); abort
+ * on the first that is broken. O(waiters + holders + devices). The API runs
+ * it after each locked operation when CQ_DEBUG >= 2. */
+void cq__policy_check(cq_pool *p);
+
+#if CQ_DEBUG >= 2
+#define CQ__POLICY_CHECK(p) cq__policy_check(p)
+#else
+#define CQ__POLICY_CHECK(p) ((void)0)
+#endif
+
+#endif /* CRONOQ_POLICY_H */

@@ -1,0 +1,52 @@
+/*
+ * The pool (pool.c): the lock and the parts that modules own. One mutex
+ * guards everything reachable from the pool, including the grants that
+ * wait on it or hold units of it; callbacks and the event hook run with no
+ * lock held.
+ */
+#ifndef CRONOQ_POOL_H
+#define CRONOQ_POOL_H
+
+#include "backfill.h"
+#include "event.h"
+#include "policy.h"
+#include "resource.h"
+#include "util/timer.h"
+
+struct cq_pool {
+  /* A pool served by a backend (cronoq_backend.h) has only these two set;
+   * every call on it goes to the backend. */
+  const cq_backend_ops *backend;
+  void *backend_impl;
+
+  cq__mutex lock;
+  cq_allocator alloc;
+  unsigned flags;
+  cq_clock_fn clock;
+  void *clock_arg;
+  void *data;
+  _Atomic bool closed;
+
+  struct cq__restab tab;  /* resource.c */
+  struct cq__queue q;     /* queue.c */
+  struct cq__bf bf;       /* backfill.c */
+  struct cq__events ev;   /* event.c */
+  struct cq__timer timer; /* deadlines of callback waiters, hold limits */
+};
+
+/* Whether acquires and releases may skip the lock: not where an event hook
+ * records them in order, nor where the backfill shadow time must see them. */
+static inline bool cq__pool_lockfree(const cq_pool *p) {
+  return p->ev.hook == NULL && !(p->flags & CQ_POOL_BACKFILL);
+}
+
+static inline int64_t cq__pool_now(const cq_pool *p) {
+  return p->clock ? p->clock(p->clock_arg) : cq_now();
+}
+
+/* Whether `p` is served by a backend: every call passes to it. */
+static inline bool cq__pool_remote(const cq_pool *p) {
+  return p->backend != NULL;
+}
+
+#endif /* CRONOQ_POOL_H */
