@@ -1,9 +1,9 @@
 /*
  * The libuv adapter (issue #5): callbacks on the loop thread, releases from
  * other threads, no lost wake-ups, timeouts, cancels from each thread,
- * close with waiters, re-entrant callbacks, two loops on one pool, and a
- * loop that closes cleanly (uv_loop_close succeeds; ASan and valgrind check
- * the leaks).
+ * close with waiters, re-entrant callbacks, two loops on one pool, a loop
+ * that closes cleanly (uv_loop_close succeeds; ASan and valgrind check the
+ * leaks), and every refusal of every adapter call changing nothing.
  */
 #include "cq_test.h"
 
@@ -446,9 +446,272 @@ static void test_bad_arguments_are_refused(void **state) {
   assert_ptr_equal(*cq_uv_data(adapter), &o);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Refusals change nothing                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Every refusal of every adapter call, made on a req in each state it can
+ * be in, must change nothing: not the req's bytes, nor the adapter it is
+ * pending on, nor the pool it holds units of. Each case starts from a
+ * fixture of its own, on the suite's loop:
+ *
+ *   pool P: budget b = 1, served by adapters A, B and D;
+ *   pool Q: budget q = 1, served by adapter C;
+ *   a plain grant `blocker` on P, holding b:1 where the state needs it.
+ *
+ * The req under test is, by state: never acquired; pending on A with a
+ * deadline (so also among A's deadlines); held through A; or finished
+ * through A (cancelled). After the refused call its life goes on through
+ * A: a pending req is granted when the blocker is released, by A's
+ * callback; a held one is released into P. Then every adapter closes, and
+ * the loop must end with them (a bounded wait: a corrupted adapter never
+ * finishes closing).
+ */
+enum { RS_NEVER, RS_PENDING, RS_HELD, RS_DONE, RS_COUNT };
+static const char *const rs_names[RS_COUNT] = {"never acquired", "pending",
+                                               "held", "finished"};
+
+#define NOT_REFUSED 1 /* in that state the call succeeds: not tried */
+
+struct rfx {
+  cq_pool *p, *q;
+  cq_uv *a, *b, *c, *d; /* NULL once closed */
+  cq_req r_b, r_big, r_q, r_qbig;
+  cq_grant blocker;
+  cq_uv_req req;
+  struct outcome by_a;
+  int by_others; /* callbacks of refused calls: must stay 0 */
+  int closed, closed_by_second;
+};
+
+static struct rfx R;
+
+static void rf_other_cb(cq_uv_req *r, int status) {
+  (void)r;
+  (void)status;
+  R.by_others++;
+}
+
+/* Each adapter's data points at its slot in R, emptied once it closed. */
+static void rf_closed(cq_uv *uv) {
+  cq_uv **slot = *cq_uv_data(uv);
+  *slot = NULL;
+  R.closed++;
+}
+
+static void rf_closed_second(cq_uv *uv) {
+  (void)uv;
+  R.closed_by_second++;
+}
+
+static void rf_adapter(cq_uv **slot, cq_pool *p) {
+  assert_cq_ok(cq_uv_init(slot, &loop, p, NULL));
+  *cq_uv_data(*slot) = slot;
+}
+
+static int rf_acquire_again_on_its_adapter(void) {
+  return cq_uv_acquire(R.a, &R.req, &R.r_b, cq_now() + 60000, rf_other_cb);
+}
+static int rf_acquire_on_another_adapter_of_its_pool(void) {
+  return cq_uv_acquire(R.b, &R.req, &R.r_b, cq_now() + 60000, rf_other_cb);
+}
+static int rf_acquire_on_an_adapter_of_another_pool(void) {
+  return cq_uv_acquire(R.c, &R.req, &R.r_q, cq_now() + 60000, rf_other_cb);
+}
+static int rf_acquire_what_never_fits(void) {
+  return cq_uv_acquire(R.a, &R.req, &R.r_big, CQ_NEVER, rf_other_cb);
+}
+static int rf_acquire_what_never_fits_on_another_pool(void) {
+  return cq_uv_acquire(R.c, &R.req, &R.r_qbig, cq_now() + 60000, rf_other_cb);
+}
+static int rf_acquire_a_request_of_another_pool(void) {
+  return cq_uv_acquire(R.a, &R.req, &R.r_q, CQ_NEVER, rf_other_cb);
+}
+static int rf_acquire_without_a_callback(void) {
+  return cq_uv_acquire(R.b, &R.req, &R.r_b, CQ_NEVER, NULL);
+}
+static int rf_acquire_on_a_closing_adapter(void) {
+  assert_cq_ok(cq_uv_close(R.d, rf_closed));
+  return cq_uv_acquire(R.d, &R.req, &R.r_b, CQ_NEVER, rf_other_cb);
+}
+static int rf_acquire_on_a_closed_pool(void) {
+  assert_cq_ok(cq_pool_close(R.q));
+  return cq_uv_acquire(R.c, &R.req, &R.r_q, CQ_NEVER, rf_other_cb);
+}
+static int rf_cancel(void) { return cq_uv_cancel(&R.req); }
+static int rf_release(void) { return cq_uv_release(&R.req); }
+static int rf_close_twice(void) {
+  assert_cq_ok(cq_uv_close(R.d, rf_closed));
+  return cq_uv_close(R.d, rf_closed_second);
+}
+
+struct refusal {
+  const char *name;
+  int (*call)(void);
+  int expect[RS_COUNT]; /* by state; NOT_REFUSED: not tried */
+};
+
+#define NR NOT_REFUSED
+static const struct refusal refusals[] = {
+    {"acquire_again_on_its_adapter",
+     rf_acquire_again_on_its_adapter,
+     {NR, CQ_ESTATE, CQ_ESTATE, NR}},
+    {"acquire_on_another_adapter_of_its_pool",
+     rf_acquire_on_another_adapter_of_its_pool,
+     {NR, CQ_ESTATE, CQ_ESTATE, NR}},
+    {"acquire_on_an_adapter_of_another_pool",
+     rf_acquire_on_an_adapter_of_another_pool,
+     {NR, CQ_ESTATE, CQ_ESTATE, NR}},
+    {"acquire_what_never_fits",
+     rf_acquire_what_never_fits,
+     {CQ_ENEVER, CQ_ESTATE, CQ_ESTATE, CQ_ENEVER}},
+    {"acquire_what_never_fits_on_another_pool",
+     rf_acquire_what_never_fits_on_another_pool,
+     {CQ_ENEVER, CQ_ESTATE, CQ_ESTATE, CQ_ENEVER}},
+    {"acquire_a_request_of_another_pool",
+     rf_acquire_a_request_of_another_pool,
+     {CQ_EPOOL, CQ_ESTATE, CQ_EPOOL, CQ_EPOOL}},
+    {"acquire_without_a_callback",
+     rf_acquire_without_a_callback,
+     {CQ_EINVAL, CQ_EINVAL, CQ_EINVAL, CQ_EINVAL}},
+    {"acquire_on_a_closing_adapter",
+     rf_acquire_on_a_closing_adapter,
+     {CQ_ECLOSED, CQ_ECLOSED, CQ_ECLOSED, CQ_ECLOSED}},
+    {"acquire_on_a_closed_pool",
+     rf_acquire_on_a_closed_pool,
+     {CQ_ECLOSED, CQ_ESTATE, CQ_ESTATE, CQ_ECLOSED}},
+    {"cancel", rf_cancel, {CQ_EINVAL, NR, CQ_ESTATE, CQ_ESTATE}},
+    {"release", rf_release, {CQ_EINVAL, CQ_ESTATE, NR, CQ_ESTATE}},
+    {"close_twice",
+     rf_close_twice,
+     {CQ_ECLOSED, CQ_ECLOSED, CQ_ECLOSED, CQ_ECLOSED}},
+};
+#undef NR
+#define N_REFUSALS (sizeof(refusals) / sizeof(refusals[0]))
+
+/* Run the loop until no handle is left on it, within the patience. */
+static int rf_loop_ends(void) {
+  int64_t give_up = cq_now() + CQT_PATIENCE_MS;
+  while (uv_run(&loop, UV_RUN_NOWAIT) != 0) {
+    if (cq_now() > give_up)
+      return 0;
+    cqt_sleep_ms(1);
+  }
+  return 1;
+}
+
+static void rf_open(int st) {
+  memset(&R, 0, sizeof(R));
+  assert_cq_ok(cq_pool_create(&R.p, NULL));
+  assert_cq_ok(cq_budget_add(R.p, "b", 1));
+  assert_cq_ok(cq_pool_create(&R.q, NULL));
+  assert_cq_ok(cq_budget_add(R.q, "q", 1));
+  cqt_req(&R.r_b, R.p, "b:1");
+  cqt_req(&R.r_big, R.p, "b:2");
+  cqt_req(&R.r_q, R.q, "q:1");
+  cqt_req(&R.r_qbig, R.q, "q:2");
+  rf_adapter(&R.a, R.p);
+  rf_adapter(&R.b, R.p);
+  rf_adapter(&R.c, R.q);
+  rf_adapter(&R.d, R.p);
+  cq_grant_init(&R.blocker);
+  cq_uv_req_init(&R.req);
+  R.req.data = &R.by_a;
+  if (st == RS_PENDING || st == RS_DONE)
+    assert_cq_ok(cq_grant_try(R.p, &R.blocker, &R.r_b));
+  if (st != RS_NEVER)
+    assert_cq_ok(cq_uv_acquire(R.a, &R.req, &R.r_b, cq_now() + 60000, record));
+  if (st == RS_DONE)
+    assert_cq_ok(cq_uv_cancel(&R.req));
+  int decided = st == RS_HELD || st == RS_DONE;
+  assert_int_equal(R.by_a.calls, decided);
+  if (decided)
+    assert_int_equal(R.by_a.status, st == RS_HELD ? 0 : CQ_ECANCELED);
+}
+
+/* The req's life after the refusal, through A, then everything closes. */
+static void rf_finish(int st) {
+  if (st == RS_PENDING) {
+    assert_int_equal(R.by_a.calls, 0);
+    assert_cq_ok(cq_grant_release(R.p, &R.blocker)); /* grants it, on A */
+    assert_int_equal(R.by_a.calls, 1);
+    assert_int_equal(R.by_a.status, 0);
+    assert_int_equal(cq_grant_held(&R.req.grant, "b"), 1);
+  }
+  if (st == RS_PENDING || st == RS_HELD)
+    assert_cq_ok(cq_uv_release(&R.req));
+  if (st == RS_DONE) {
+    assert_cq_err(cq_uv_cancel(&R.req), CQ_ESTATE);
+    assert_cq_ok(cq_grant_release(R.p, &R.blocker));
+  }
+  if (st == RS_NEVER)
+    assert_cq_err(cq_uv_release(&R.req), CQ_EINVAL);
+  assert_int_equal(R.by_a.calls, st != RS_NEVER);
+  assert_int_equal(R.by_others, 0);
+  assert_int_equal(cqt_budget(R.p, "b").in_use, 0);
+  assert_int_equal(cqt_budget(R.q, "q").in_use, 0);
+  assert_cq_ok(cq_uv_close(R.a, rf_closed));
+  assert_cq_ok(cq_uv_close(R.b, rf_closed));
+  assert_cq_ok(cq_uv_close(R.c, rf_closed));
+  int rc = cq_uv_close(R.d, rf_closed); /* some cases closed it already */
+  assert_true(rc == 0 || rc == CQ_ECLOSED);
+  if (!rf_loop_ends())
+    fail_msg("the adapters did not all close");
+  assert_int_equal(R.closed, 4);
+  assert_int_equal(R.closed_by_second, 0);
+  assert_int_equal(cqt_waiting(R.p), 0);
+  assert_cq_ok(cq_pool_destroy(R.p));
+  assert_cq_ok(cq_pool_destroy(R.q));
+  R.p = R.q = NULL;
+}
+
+static void test_every_refusal_changes_nothing(void **state) {
+  const struct refusal *rf = *state;
+  for (int st = 0; st < RS_COUNT; st++) {
+    if (rf->expect[st] == NOT_REFUSED)
+      continue;
+    rf_open(st);
+    cq_uv_req before = R.req;
+    int rc = rf->call();
+    if (rc != rf->expect[st])
+      fail_msg("%s on a %s req returned %s, expected %s", rf->name,
+               rs_names[st], cq_err_name(rc), cq_err_name(rf->expect[st]));
+    if (before.data != R.req.data || memcmp(before.cq_private, R.req.cq_private,
+                                            sizeof(before.cq_private)) != 0)
+      fail_msg("%s on a %s req changed the req", rf->name, rs_names[st]);
+    rf_finish(st);
+  }
+}
+
+static int rf_setup(void **state) {
+  (void)state;
+  memset(&R, 0, sizeof(R));
+  return uv_loop_init(&loop);
+}
+
+/* After a failure too, and without waiting for ever: whatever is still
+ * open is closed, and the loop closed if it can be. */
+static int rf_teardown(void **state) {
+  (void)state;
+  cq_uv **open[] = {&R.a, &R.b, &R.c, &R.d};
+  for (size_t i = 0; i < sizeof(open) / sizeof(open[0]); i++)
+    if (*open[i] != NULL)
+      (void)cq_uv_close(*open[i], rf_closed);
+  if (!rf_loop_ends())
+    return -1; /* the failure is reported; what it corrupted stays */
+  if (uv_loop_close(&loop) != 0)
+    return -1;
+  if (R.p != NULL)
+    (void)cq_pool_close(R.p);
+  if (R.q != NULL)
+    (void)cq_pool_close(R.q);
+  return 0;
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
-  const struct CMUnitTest tests[] = {
+  static const struct CMUnitTest fixed[] = {
       T(test_callback_runs_on_the_loop_thread),
       T(test_release_from_another_thread_grants_a_loop_request),
       T(test_ten_thousand_cross_thread_releases_lose_no_wakeup),
@@ -461,5 +724,16 @@ int main(void) {
       T(test_bad_arguments_are_refused),
   };
 #undef T
+  enum { N_FIXED = sizeof(fixed) / sizeof(fixed[0]) };
+  static struct CMUnitTest tests[N_FIXED + N_REFUSALS];
+  static char names[N_REFUSALS][96];
+  memcpy(tests, fixed, sizeof(fixed));
+  for (size_t i = 0; i < N_REFUSALS; i++) {
+    snprintf(names[i], sizeof(names[i]), "refusal_changes_nothing/%s",
+             refusals[i].name);
+    struct CMUnitTest t = {names[i], test_every_refusal_changes_nothing,
+                           rf_setup, rf_teardown, (void *)&refusals[i]};
+    tests[N_FIXED + i] = t;
+  }
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

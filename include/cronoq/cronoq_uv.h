@@ -74,14 +74,17 @@ CQ_EXPORT int cq_uv_init(cq_uv **out, uv_loop_t *loop, cq_pool *pool,
  * Acquire `request` for `req`, on the loop's thread, without blocking it.
  * `deadline_ms` is absolute on the cq_now() clock (CQ_NEVER: no limit; a
  * deadline already past: one attempt). If this returns < 0 the callback
- * never runs; else it runs once, possibly before this returns when the
- * request fits at once. Loop thread only; never waits for units: lock-free
- * when it can, else takes the pool lock briefly (as cq_grant_submit());
- * runs callbacks; callable from a callback on the loop's thread.
+ * never runs and nothing changed, neither the req nor the adapter that a
+ * pending req belongs to; else it runs once, possibly before this returns
+ * when the request fits at once. Loop thread only; never waits for units:
+ * lock-free when it can, else takes the pool lock briefly (as
+ * cq_grant_submit()); runs callbacks; callable from a callback on the
+ * loop's thread.
  * Returns 0, CQ_ECLOSED (the adapter is closing, or the pool closed),
- * CQ_ESTATE (req in use) or another refusal of cq_grant_submit()
- * (CQ_ENEVER, CQ_ENOENT, CQ_EPOOL, CQ_EINVAL, or CQ_ESYS for a request with
- * a hold limit when the pool's timer thread could not be started).
+ * CQ_ESTATE (req pending, on this adapter or another, or still held) or
+ * another refusal of cq_grant_submit() (CQ_ENEVER, CQ_ENOENT, CQ_EPOOL,
+ * CQ_EINVAL, or CQ_ESYS for a request with a hold limit when the pool's
+ * timer thread could not be started).
  */
 CQ_EXPORT int cq_uv_acquire(cq_uv *uv, cq_uv_req *req, const cq_req *request,
                             int64_t deadline_ms, cq_uv_cb cb);

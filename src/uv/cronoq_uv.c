@@ -29,17 +29,19 @@
 #include "cronoq/cronoq_uv.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { REQ_IDLE = 0, REQ_PENDING = 1 };
 
 struct uvreq {
-  cq_uv *uv;
-  /* Kept apart: a grant may outlive its adapter. Atomic and never cleared
-   * once set, since a cancel from another thread may read it while the
-   * loop binds the req to a new attempt. */
+  /* Kept apart: a grant may outlive its adapter. Atomic, since a cancel
+   * from another thread may read it while the loop binds the req to a new
+   * attempt; never cleared once an attempt with it was accepted. First: the
+   * fields after it are the loop thread's alone (see cq_uv_acquire()). */
   _Atomic(cq_pool *) pool;
+  cq_uv *uv;
   cq_uv_cb cb;
   int64_t deadline; /* CQ_NEVER: none */
   uint64_t seq;     /* orders equal deadlines */
@@ -283,6 +285,12 @@ void cq_uv_req_init(cq_uv_req *req) {
   cq_grant_init(&req->grant);
 }
 
+/* `pool` is written only when it changes: see there. */
+static void req_bind_pool(struct uvreq *u, cq_pool *pool) {
+  if (atomic_load_explicit(&u->pool, memory_order_relaxed) != pool)
+    atomic_store_explicit(&u->pool, pool, memory_order_relaxed);
+}
+
 int cq_uv_acquire(cq_uv *uv, cq_uv_req *req, const cq_req *request,
                   int64_t deadline_ms, cq_uv_cb cb) {
   if (uv == NULL || req == NULL || request == NULL || cb == NULL)
@@ -290,11 +298,15 @@ int cq_uv_acquire(cq_uv *uv, cq_uv_req *req, const cq_req *request,
   if (uv->closing)
     return CQ_ECLOSED;
   struct uvreq *u = req_of(req);
-  if (u->state == REQ_PENDING && u->uv == uv)
+  /* Pending on this adapter or on another one: the req is theirs until its
+   * callback has run, and is not touched. */
+  if (u->state == REQ_PENDING)
     return CQ_ESTATE;
-  /* Field by field, never writing `pool` unless it changes: see there. */
-  if (atomic_load_explicit(&u->pool, memory_order_relaxed) != uv->pool)
-    atomic_store_explicit(&u->pool, uv->pool, memory_order_relaxed);
+  /* Kept to be put back should the core refuse the attempt: a refused call
+   * changes nothing, not even a finished req's binding to its pool. */
+  struct uvreq was;
+  memcpy(&was, u, sizeof(was));
+  req_bind_pool(u, uv->pool);
   u->uv = uv;
   u->cb = cb;
   u->deadline = deadline_ms;
@@ -318,8 +330,12 @@ int cq_uv_acquire(cq_uv *uv, cq_uv_req *req, const cq_req *request,
   int rc = cq_grant_submit(uv->pool, &req->grant, request,
                            past ? deadline_ms : CQ_NEVER, on_outcome);
   if (rc != 0) {
+    /* The callback has not run, so the req is still first on the list. */
     pending_unlink(uv, u);
-    u->state = REQ_IDLE;
+    uv->next_seq--;
+    size_t from = offsetof(struct uvreq, uv);
+    memcpy((char *)u + from, (const char *)&was + from, sizeof(was) - from);
+    req_bind_pool(u, atomic_load_explicit(&was.pool, memory_order_relaxed));
     return rc;
   }
   /* Still this attempt, still pending? (Its callback may have run already,
