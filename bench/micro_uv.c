@@ -1,5 +1,5 @@
 /*
- * The libuv adapter's speed (issue #5): grants per second delivered through
+ * The libuv adapter's speed: grants per second delivered through
  * a loop, with every release coming from another thread, against a raw
  * uv_async_send ping-pong between the same two threads in the same run.
  *

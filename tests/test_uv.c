@@ -1,5 +1,5 @@
 /*
- * The libuv adapter (issue #5): callbacks on the loop thread, releases from
+ * The libuv adapter: callbacks on the loop thread, releases from
  * other threads, no lost wake-ups, timeouts, cancels from each thread,
  * close with waiters, re-entrant callbacks, two loops on one pool, a loop
  * that closes cleanly (uv_loop_close succeeds; ASan and valgrind check the

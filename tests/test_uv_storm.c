@@ -1,7 +1,7 @@
 /*
- * The storms of test_storm.c through the libuv adapter (issue #8,
- * "Concurrency stress"): several loops, each on a thread of its own with
- * its own adapter, share one pool with plain threads.
+ * The storms of test_storm.c through the libuv adapter: several loops,
+ * each on a thread of its own with its own adapter, share one pool with
+ * plain threads.
  *
  * - The mixed storm: every loop keeps a few acquires in flight, random
  *   multi-resource requests with short, past or no deadlines (the
@@ -756,13 +756,13 @@ static void *rr_canceller_main(void *arg) {
  * the new attempt). Here every acquire fits at once, so every cancel must
  * find nothing to cancel.
  *
- * The storms found a race here (issue #8), since fixed: cq_uv_cancel()
+ * The storms found a race here, since fixed: cq_uv_cancel()
  * read the req's pool while cq_uv_acquire() on the loop cleared the req
  * with memset() and bound it again, a data race that also returned
  * CQ_EINVAL when it read the cleared field. The adapter now keeps the pool
- * atomic and never clears it. This test guards the fix (the data race
- * under ThreadSanitizer, CQ_EINVAL on any build), and the storms above
- * cancel without a lock of their own.
+ * atomic and never clears it once an attempt with it was accepted. This test
+ * guards the fix (the data race under ThreadSanitizer, CQ_EINVAL on any build),
+ * and the storms above cancel without a lock of their own.
  */
 static void
 test_uv_cancel_racing_a_new_acquire_finds_nothing_to_cancel(void **state) {

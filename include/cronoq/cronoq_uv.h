@@ -10,8 +10,9 @@
  * handle, whose wake-ups coalesce (each drains every outcome that is ready);
  * a release made on the loop's thread needs no round trip.
  *
- * Link with cronoq_uv (CMake target cronoq::cronoq_uv). The core library
- * has no libuv dependency.
+ * A library of its own, built on the core's public API only: link with
+ * cronoq_uv (CMake target cronoq::cronoq_uv). The core library has no libuv
+ * dependency.
  *
  * Copyright (c) 2026 the libcronoq authors. MIT licence, see LICENSE.
  */
@@ -23,6 +24,22 @@
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* The adapter's own export macro: as CQ_EXPORT, keyed on the adapter's
+ * build (CRONOQ_UV_BUILDING); CRONOQ_STATIC for the static libraries. */
+#if defined(CRONOQ_STATIC)
+#define CQ_UV_EXPORT
+#elif defined(_WIN32)
+#if defined(CRONOQ_UV_BUILDING)
+#define CQ_UV_EXPORT __declspec(dllexport)
+#else
+#define CQ_UV_EXPORT __declspec(dllimport)
+#endif
+#elif defined(__GNUC__)
+#define CQ_UV_EXPORT __attribute__((visibility("default")))
+#else
+#define CQ_UV_EXPORT
 #endif
 
 typedef struct cq_uv cq_uv;
@@ -51,7 +68,7 @@ typedef void (*cq_uv_cb)(cq_uv_req *req, int status);
 
 /* Reset `req` to idle. Never on a pending or held req. It touches only
  * `req`: any thread; never blocks; callable from a callback. */
-CQ_EXPORT void cq_uv_req_init(cq_uv_req *req);
+CQ_UV_EXPORT void cq_uv_req_init(cq_uv_req *req);
 
 /* Called on the loop's thread once the adapter's handles are closed; the
  * adapter is freed when it returns. */
@@ -67,8 +84,8 @@ typedef void (*cq_uv_close_cb)(cq_uv *uv);
  * was already made, the loop frees the half-made adapter when it next
  * runs).
  */
-CQ_EXPORT int cq_uv_init(cq_uv **out, uv_loop_t *loop, cq_pool *pool,
-                         const cq_allocator *alloc);
+CQ_UV_EXPORT int cq_uv_init(cq_uv **out, uv_loop_t *loop, cq_pool *pool,
+                            const cq_allocator *alloc);
 
 /*
  * Acquire `request` for `req`, on the loop's thread, without blocking it.
@@ -86,8 +103,8 @@ CQ_EXPORT int cq_uv_init(cq_uv **out, uv_loop_t *loop, cq_pool *pool,
  * CQ_EINVAL, or CQ_ESYS for a request with a hold limit when the pool's
  * timer thread could not be started).
  */
-CQ_EXPORT int cq_uv_acquire(cq_uv *uv, cq_uv_req *req, const cq_req *request,
-                            int64_t deadline_ms, cq_uv_cb cb);
+CQ_UV_EXPORT int cq_uv_acquire(cq_uv *uv, cq_uv_req *req, const cq_req *request,
+                               int64_t deadline_ms, cq_uv_cb cb);
 
 /*
  * Cancel a pending acquire, from any thread. Its callback then runs on the
@@ -99,7 +116,7 @@ CQ_EXPORT int cq_uv_acquire(cq_uv *uv, cq_uv_req *req, const cq_req *request,
  * Returns 0 when it cancelled, CQ_ESTATE when the outcome was already
  * decided, or CQ_EINVAL (NULL, or never acquired).
  */
-CQ_EXPORT int cq_uv_cancel(cq_uv_req *req);
+CQ_UV_EXPORT int cq_uv_cancel(cq_uv_req *req);
 
 /*
  * Release a granted req, from any thread: its units return to the pool at
@@ -110,7 +127,7 @@ CQ_EXPORT int cq_uv_cancel(cq_uv_req *req);
  * can, else takes the pool lock briefly; runs callbacks; callable from a
  * callback. Returns as cq_grant_release().
  */
-CQ_EXPORT int cq_uv_release(cq_uv_req *req);
+CQ_UV_EXPORT int cq_uv_release(cq_uv_req *req);
 
 /*
  * Close the adapter, on the loop's thread (a callback may do it): every
@@ -124,14 +141,14 @@ CQ_EXPORT int cq_uv_release(cq_uv_req *req);
  * later, from the loop); callable from a callback on the loop's thread.
  * Returns 0, CQ_EINVAL or CQ_ECLOSED (already closing).
  */
-CQ_EXPORT int cq_uv_close(cq_uv *uv, cq_uv_close_cb cb);
+CQ_UV_EXPORT int cq_uv_close(cq_uv *uv, cq_uv_close_cb cb);
 
 /* The pool and the loop of an adapter; its `data` pointer for the caller
  * (the pointer it holds is the caller's to guard). Any thread, until the
  * close callback has run; never block; callable from a callback. */
-CQ_EXPORT cq_pool *cq_uv_pool(const cq_uv *uv);
-CQ_EXPORT uv_loop_t *cq_uv_loop(const cq_uv *uv);
-CQ_EXPORT void **cq_uv_data(cq_uv *uv);
+CQ_UV_EXPORT cq_pool *cq_uv_pool(const cq_uv *uv);
+CQ_UV_EXPORT uv_loop_t *cq_uv_loop(const cq_uv *uv);
+CQ_UV_EXPORT void **cq_uv_data(cq_uv *uv);
 
 #ifdef __cplusplus
 }

@@ -4,17 +4,22 @@
  *
  * Every request the adapter submitted and whose outcome it has not
  * delivered yet is "pending": it is on the adapter's pending list (loop
- * thread only) and, with a deadline, in its deadline tree. The core calls
+ * thread only) and, with a deadline, in its deadline heap. The core calls
  * `on_outcome` exactly once per request, on whichever thread decided it. On
  * the loop's thread the outcome is delivered at once; on another thread it
  * is pushed onto a mutex-guarded queue and the loop is woken with
  * uv_async_send(), whose wake-ups coalesce: the async callback drains the
  * whole queue.
  *
- * Deadlines are the adapter's own: the core waits without limit, and one uv
- * timer, set to the earliest pending deadline, ends late requests with
- * cq_grant_abort(CQ_ETIMEDOUT). libuv's clock is cached per loop iteration,
- * so the timer can fire a little early by cq_now(); then it is set again.
+ * Deadlines are the adapter's own, in a heap (uvheap.h): the core waits
+ * without limit, and one uv timer, set to the earliest pending deadline,
+ * ends late requests with cq_grant_abort(CQ_ETIMEDOUT). libuv's clock is
+ * cached per loop iteration, so the timer can fire a little early by
+ * cq_now(); then it is set again.
+ *
+ * Only the public headers are used here (the build keeps src/ off this
+ * library's include path): the adapter is a client of the core like any
+ * other.
  *
  * Closing aborts every request still waiting (CQ_ECLOSED); requests already
  * granted but not yet delivered (their outcome is on its way from another
@@ -24,14 +29,21 @@
  * is held only to link an outcome in, never across the send, so the loop
  * rarely waits for it.
  */
-#include "cq_internal.h"
+#include <cronoq/cronoq.h>
+#include <cronoq/cronoq_uv.h>
 
-#include "cronoq/cronoq_uv.h"
+#include "uvheap.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The struct that holds member `field` at `ptr`. */
+#define CONTAINER_OF(ptr, type, field)                                         \
+  ((type *)(void *)((char *)(ptr)-offsetof(type, field)))
 
 enum { REQ_IDLE = 0, REQ_PENDING = 1 };
 
@@ -47,11 +59,11 @@ struct uvreq {
   uint64_t seq;     /* orders equal deadlines */
   int status;       /* the core's outcome, once known */
   uint8_t state;
-  bool timed;                /* in the deadline tree */
+  bool timed;                /* in the deadline heap */
   bool abort_tried;          /* closing: abort already attempted */
   struct uvreq *prev, *next; /* pending list */
   struct uvreq *qnext;       /* outcome queue from other threads */
-  cq__rbnode dnode;          /* deadline tree */
+  cq__uvheap_node dnode;     /* deadline heap */
 };
 
 _Static_assert(sizeof(struct uvreq) <= sizeof(((cq_uv_req *)0)->cq_private),
@@ -72,7 +84,7 @@ struct cq_uv {
   uv_mutex_t qlock;
   struct uvreq *qhead, **qtail; /* outcomes from other threads */
   struct uvreq *pending;        /* submitted, outcome not delivered */
-  cq__rbtree deadlines;
+  cq__uvheap deadlines;
   uint64_t next_seq;
   bool closing;         /* no new acquires; pending ones are being failed */
   bool handles_closing; /* uv_close() called on both handles */
@@ -85,7 +97,7 @@ static struct uvreq *req_of(cq_uv_req *r) {
 }
 
 static cq_uv_req *pub_of(struct uvreq *u) {
-  return CQ__CONTAINER_OF(u, cq_uv_req, cq_private);
+  return CONTAINER_OF(u, cq_uv_req, cq_private);
 }
 
 static bool on_loop_thread(const cq_uv *uv) {
@@ -93,12 +105,13 @@ static bool on_loop_thread(const cq_uv *uv) {
   return uv_thread_equal(&self, &uv->loop_thread) != 0;
 }
 
-static int deadline_cmp(const cq__rbnode *a, const cq__rbnode *b) {
-  const struct uvreq *x = CQ__CONTAINER_OF(a, struct uvreq, dnode);
-  const struct uvreq *y = CQ__CONTAINER_OF(b, struct uvreq, dnode);
+/* Earlier deadline first; among equal ones, the earlier acquire. */
+static int deadline_less(const cq__uvheap_node *a, const cq__uvheap_node *b) {
+  const struct uvreq *x = CONTAINER_OF(a, struct uvreq, dnode);
+  const struct uvreq *y = CONTAINER_OF(b, struct uvreq, dnode);
   if (x->deadline != y->deadline)
-    return x->deadline < y->deadline ? -1 : 1;
-  return (x->seq > y->seq) - (x->seq < y->seq);
+    return x->deadline < y->deadline;
+  return x->seq < y->seq;
 }
 
 static void pending_unlink(cq_uv *uv, struct uvreq *u) {
@@ -110,7 +123,7 @@ static void pending_unlink(cq_uv *uv, struct uvreq *u) {
     u->next->prev = u->prev;
   u->prev = u->next = NULL;
   if (u->timed) {
-    cq__rb_remove(&uv->deadlines, &u->dnode);
+    cq__uvheap_remove(&uv->deadlines, &u->dnode);
     u->timed = false;
   }
 }
@@ -120,19 +133,19 @@ static void maybe_finish_close(cq_uv *uv);
 
 /* Set the timer to the earliest pending deadline, or stop it. */
 static void arm_timer(cq_uv *uv) {
-  cq__rbnode *n = cq__rb_first(&uv->deadlines);
+  cq__uvheap_node *n = cq__uvheap_min(&uv->deadlines);
   if (n == NULL || uv->closing) {
     (void)uv_timer_stop(&uv->timer);
     return;
   }
-  int64_t due = CQ__CONTAINER_OF(n, struct uvreq, dnode)->deadline;
+  int64_t due = CONTAINER_OF(n, struct uvreq, dnode)->deadline;
   int64_t wait = due - cq_now();
   (void)uv_timer_start(&uv->timer, timer_cb, wait > 0 ? (uint64_t)wait : 0, 0);
 }
 
 /* Hand a request its outcome, on the loop's thread. */
 static void deliver(cq_uv *uv, struct uvreq *u) {
-  bool was_first = u->timed && cq__rb_first(&uv->deadlines) == &u->dnode;
+  bool was_first = u->timed && cq__uvheap_min(&uv->deadlines) == &u->dnode;
   pending_unlink(uv, u);
   int status = u->status;
   if (uv->closing && status == 0) {
@@ -149,7 +162,7 @@ static void deliver(cq_uv *uv, struct uvreq *u) {
 
 /* The core's callback: any thread, no lock held. */
 static void on_outcome(cq_grant *grant, int status) {
-  cq_uv_req *r = CQ__CONTAINER_OF(grant, cq_uv_req, grant);
+  cq_uv_req *r = CONTAINER_OF(grant, cq_uv_req, grant);
   struct uvreq *u = req_of(r);
   cq_uv *uv = u->uv;
   u->status = status;
@@ -186,12 +199,12 @@ static void async_cb(uv_async_t *a) {
 static void timer_cb(uv_timer_t *t) {
   cq_uv *uv = t->data;
   int64_t now = cq_now();
-  cq__rbnode *n;
-  while ((n = cq__rb_first(&uv->deadlines)) != NULL) {
-    struct uvreq *u = CQ__CONTAINER_OF(n, struct uvreq, dnode);
+  cq__uvheap_node *n;
+  while ((n = cq__uvheap_min(&uv->deadlines)) != NULL) {
+    struct uvreq *u = CONTAINER_OF(n, struct uvreq, dnode);
     if (u->deadline > now)
       break; /* libuv's cached clock woke us early: wait for the rest */
-    cq__rb_remove(&uv->deadlines, &u->dnode);
+    cq__uvheap_remove(&uv->deadlines, &u->dnode);
     u->timed = false;
     /* Delivered from within this call unless the outcome is already on
      * its way from another thread. */
@@ -227,11 +240,26 @@ static void maybe_finish_close(cq_uv *uv) {
   uv_close((uv_handle_t *)&uv->close_retry, handle_closed);
 }
 
+static void *sys_alloc(size_t size, void *arg) {
+  (void)arg;
+  return malloc(size);
+}
+
+static void *sys_realloc(void *ptr, size_t size, void *arg) {
+  (void)arg;
+  return realloc(ptr, size);
+}
+
+static void sys_free(void *ptr, void *arg) {
+  (void)arg;
+  free(ptr);
+}
+
 int cq_uv_init(cq_uv **out, uv_loop_t *loop, cq_pool *pool,
                const cq_allocator *alloc) {
   if (out == NULL || loop == NULL || pool == NULL)
     return CQ_EINVAL;
-  cq_allocator a = cq__sys_allocator();
+  cq_allocator a = {sys_alloc, sys_realloc, sys_free, NULL};
   if (alloc != NULL) {
     if (alloc->alloc == NULL || alloc->realloc == NULL || alloc->free == NULL)
       return CQ_EINVAL;
@@ -246,6 +274,7 @@ int cq_uv_init(cq_uv **out, uv_loop_t *loop, cq_pool *pool,
   uv->alloc = a;
   uv->loop_thread = uv_thread_self();
   uv->qtail = &uv->qhead;
+  cq__uvheap_init(&uv->deadlines, deadline_less);
   if (uv_mutex_init(&uv->qlock) != 0) {
     a.free(uv, a.arg);
     return CQ_ESYS;
@@ -342,14 +371,10 @@ int cq_uv_acquire(cq_uv *uv, cq_uv_req *req, const cq_req *request,
    * and may even have started a new attempt with the same req.) */
   bool mine = u->seq == seq && u->state == REQ_PENDING;
   if (mine && deadline_ms != CQ_NEVER && !past) {
-    bool first = cq__rb_first(&uv->deadlines) == NULL ||
-                 deadline_ms < CQ__CONTAINER_OF(cq__rb_first(&uv->deadlines),
-                                                struct uvreq, dnode)
-                                   ->deadline;
-    cq__rb_insert(&uv->deadlines, &u->dnode, deadline_cmp);
+    cq__uvheap_insert(&uv->deadlines, &u->dnode);
     u->timed = true;
-    if (first)
-      arm_timer(uv);
+    if (cq__uvheap_min(&uv->deadlines) == &u->dnode)
+      arm_timer(uv); /* the earliest now */
   }
   return 0;
 }

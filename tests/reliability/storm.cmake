@@ -10,6 +10,7 @@ if(CRONOQ_WITH_UV)
   cronoq_add_test(test_uv_storm)
   target_link_libraries(test_uv_storm PRIVATE cronoq_uv_static)
   list(APPEND _cq_storm_suites test_uv_storm)
+  set_tests_properties(test_uv_storm PROPERTIES LABELS reliability)
 endif()
 
 if(CRONOQ_VALGRIND)
