@@ -10,9 +10,10 @@
  * handle, whose wake-ups coalesce (each drains every outcome that is ready);
  * a release made on the loop's thread needs no round trip.
  *
- * A library of its own, built on the core's public API only: link with
- * cronoq_uv (CMake target cronoq::cronoq_uv). The core library has no libuv
- * dependency.
+ * A library of its own, built on the core's public API only: CMake
+ * `find_package(cronoq COMPONENTS uv)` and target cronoq::cronoq_uv (or
+ * cronoq::cronoq_uv_static), or pkg-config `cronoq_uv`. The core library
+ * has no libuv dependency.
  *
  * Copyright (c) 2026 the libcronoq authors. MIT licence, see LICENSE.
  */
