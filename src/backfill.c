@@ -31,6 +31,8 @@
  */
 #include "pool.h"
 
+#include "backfill.h"
+
 #include "place.h"
 
 #include <string.h>

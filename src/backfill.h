@@ -1,30 +1,15 @@
 /*
  * Hold limits and backfill (backfill.c): the policy's clock. The README's
  * "Backfill" section is the specification; backfill.c says how the code
- * keeps it. Only the policy (queue.c) calls these, with the pool lock held.
+ * keeps it. Only the policy (queue.c) calls these, with the pool lock held;
+ * its state, struct cq__bf, is the policy's part of the pool (policy.h).
  */
 #ifndef CRONOQ_BACKFILL_H
 #define CRONOQ_BACKFILL_H
 
-#include "util/rbtree.h"
+#include "policy.h"
 
 struct cq__grant;
-
-/* The pool's part. */
-struct cq__bf {
-  cq__rbtree limits;   /* holders with a limit not yet passed, by its end */
-  uint64_t next_gseq;  /* grant order */
-  uint64_t overdue;    /* grants that outlived their limit */
-  uint64_t backfilled; /* grants made by backfill */
-  uint64_t late_heads; /* heads granted after their shadow time */
-  uint64_t head_seq;   /* the head waiter S is for; 0: none yet */
-  int64_t S;           /* its sticky shadow time; CQ_NEVER: unknown */
-  bool dirty;          /* S and the projection need computing */
-  uint64_t epoch;      /* next_gseq when they were computed */
-  uint64_t stamp;      /* marks the head's resources (cq__res.bf_mark) */
-  bool kick;           /* waiters may have become backfillable */
-  size_t candidates;   /* waiters with a hold limit */
-};
 
 void cq__bf_init(struct cq__bf *bf);
 

@@ -10,6 +10,7 @@
  *              validate.h (never fits), outbox.h, event.h
  *   policy     policy.h: the only way into queue.c and backfill.c
  *   API        pool.h and the files that hold the public functions
+ *   text/      specs, GPU detection, metrics: on the public API and util
  */
 #ifndef CRONOQ_CQ_INTERNAL_H
 #define CRONOQ_CQ_INTERNAL_H
@@ -37,16 +38,7 @@
 
 #include "pool.h"
 
-/* spec.c: the spec parsers with an explicit length, so that fuzzers can
- * feed any bytes, NUL included. */
-int cq__pool_add_spec_n(cq_pool *pool, const char *spec, size_t len,
-                        const cq_detect_opts *detect, char *err,
-                        size_t err_len);
-int cq__req_parse_n(cq_req *req, const char *spec, size_t len);
-
-/* detect.c: the parsers, reachable by tests and fuzzers. They append to
- * `out` (whose allocator must be set) and fill out->error on CQ_EPARSE. */
-int cq__parse_cuda_visible(const char *text, cq_gpu_list *out);
-int cq__parse_nvidia_smi(const char *text, cq_gpu_list *out);
+#include "text/metrics.h"
+#include "text/text.h"
 
 #endif /* CRONOQ_CQ_INTERNAL_H */

@@ -43,6 +43,7 @@ static bool ids_repeat(struct cq__dev *devs, size_t count) {
 
 int cq_devices_add(cq_pool *pool, const char *name, size_t count,
                    const char *const *ids) {
+  CQ__TO_BACKEND(pool, devices_add, pool, name, count, ids);
   if (pool == NULL || cq__name_check(name) != 0)
     return CQ_EINVAL;
   if (count > CQ_DEVICES_MAX)
@@ -133,6 +134,7 @@ int cq_device_set_online(cq_pool *pool, const char *name, uint32_t index,
                          int online) {
   if (pool == NULL || name == NULL)
     return CQ_EINVAL;
+  CQ__TO_BACKEND(pool, device_set_online, pool, name, index, online);
   struct cq__outbox o;
   cq__outbox_init(&o, pool);
   cq__mutex_lock(&pool->lock);

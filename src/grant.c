@@ -28,11 +28,28 @@ void cq_grant_init(cq_grant *grant) {
 }
 
 int cq_grant_is_held(const cq_grant *grant) {
+  CQ__TO_BACKEND(cq__grant_pool(grant), grant_is_held, grant);
   return grant != NULL && cq__gstate(cq__grant_ofc(grant)) == CQ__G_HELD;
 }
 
 const char *cq_grant_error(const cq_grant *grant) {
   return grant != NULL ? cq__grant_ofc(grant)->msg : "";
+}
+
+/* Argument checks shared by the acquire calls. */
+/* Bind `grant` to a pool served by a backend, as cronoq_backend.h says:
+ * the header names the pool, the message is empty. 0, or why not. */
+static int bind_remote(cq_pool *pool, cq_grant *grant, const cq_req *req) {
+  if (grant == NULL || req == NULL)
+    return CQ_EINVAL;
+  cq_pool *bound = cq__grant_pool(grant);
+  if (bound != NULL && bound != pool && bound->backend != NULL &&
+      bound->backend->grant_is_held(grant))
+    return CQ_ESTATE; /* holds units of another backend pool */
+  struct cq__grant *g = cq__grant_of(grant);
+  g->pool = pool;
+  g->msg[0] = '\0';
+  return 0;
 }
 
 /* Argument checks shared by the acquire calls. */
@@ -86,6 +103,7 @@ static int attempt_begin(cq_pool *pool, cq_grant *grant, const cq_req *req,
   cq__mutex_lock(&pool->lock);
   if (taken < 0 || uncounted != 0)
     cq__policy_fast_failed(pool, r, uncounted, taken < 0, o);
+  g->msg[0] = '\0'; /* this attempt's detail, not an earlier one's */
   if (atomic_load_explicit(&pool->closed, memory_order_relaxed))
     rc = CQ_ECLOSED;
   else
@@ -112,6 +130,10 @@ static int finish(cq_pool *pool, struct cq__outbox *o, int rc) {
 }
 
 int cq_grant_try(cq_pool *pool, cq_grant *grant, const cq_req *req) {
+  if (pool != NULL && cq__pool_remote(pool)) {
+    int rc = bind_remote(pool, grant, req);
+    return rc != 0 ? rc : pool->backend->grant_try(pool, grant, req);
+  }
   struct cq__grant *g;
   struct cq__outbox o;
   cq__outbox_init(&o, pool);
@@ -123,6 +145,12 @@ int cq_grant_try(cq_pool *pool, cq_grant *grant, const cq_req *req) {
 
 int cq_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
                      int64_t deadline_ms) {
+  if (pool != NULL && cq__pool_remote(pool)) {
+    int rc = bind_remote(pool, grant, req);
+    return rc != 0
+               ? rc
+               : pool->backend->grant_acquire(pool, grant, req, deadline_ms);
+  }
   struct cq__grant *g;
   struct cq__outbox o;
   cq__outbox_init(&o, pool);
@@ -175,6 +203,12 @@ int cq_grant_submit(cq_pool *pool, cq_grant *grant, const cq_req *req,
                     int64_t deadline_ms, cq_grant_cb cb) {
   if (cb == NULL)
     return CQ_EINVAL;
+  if (pool != NULL && cq__pool_remote(pool)) {
+    int rc = bind_remote(pool, grant, req);
+    return rc != 0
+               ? rc
+               : pool->backend->grant_submit(pool, grant, req, deadline_ms, cb);
+  }
   struct cq__grant *g;
   struct cq__outbox o;
   cq__outbox_init(&o, pool);
@@ -232,6 +266,8 @@ static int lock_grant(cq_pool *pool, cq_grant *grant, uint8_t state,
 int cq_grant_abort(cq_pool *pool, cq_grant *grant, int status) {
   if (status != CQ_ECANCELED && status != CQ_ETIMEDOUT && status != CQ_ECLOSED)
     return CQ_EINVAL;
+  if (grant != NULL)
+    CQ__TO_BACKEND(pool, grant_abort, pool, grant, status);
   struct cq__grant *g;
   int rc = lock_grant(pool, grant, CQ__G_WAITING, &g);
   if (rc != 0)
@@ -249,6 +285,7 @@ int cq_grant_cancel(cq_pool *pool, cq_grant *grant) {
 int cq_grant_release(cq_pool *pool, cq_grant *grant) {
   if (pool == NULL || grant == NULL)
     return CQ_EINVAL;
+  CQ__TO_BACKEND(pool, grant_release, pool, grant);
   struct cq__grant *g = cq__grant_of(grant);
   struct cq__outbox o;
   if (g->lockfree && g->pool == pool && cq__gstate(g) == CQ__G_HELD) {
@@ -283,8 +320,9 @@ static int held_item(cq_pool *p, const struct cq__grant *g, const char *name) {
 
 int cq_grant_release_part(cq_pool *pool, cq_grant *grant, const char *resource,
                           int64_t amount) {
-  if (resource == NULL)
+  if (resource == NULL || grant == NULL)
     return CQ_EINVAL;
+  CQ__TO_BACKEND(pool, grant_release_part, pool, grant, resource, amount);
   struct cq__grant *g;
   int rc = lock_grant(pool, grant, CQ__G_HELD, &g);
   if (rc != 0)
@@ -306,6 +344,7 @@ int cq_grant_release_part(cq_pool *pool, cq_grant *grant, const char *resource,
 int64_t cq_grant_held(const cq_grant *grant, const char *resource) {
   if (grant == NULL || resource == NULL)
     return 0;
+  CQ__TO_BACKEND(cq__grant_pool(grant), grant_held, grant, resource);
   const struct cq__grant *g = cq__grant_ofc(grant);
   if (cq__gstate(g) != CQ__G_HELD || g->n_items == 0)
     return 0;
@@ -368,6 +407,8 @@ size_t cq_grant_devices(const cq_grant *grant, const char *resource,
                         uint32_t *indices, size_t cap) {
   if (grant == NULL || (indices == NULL && cap > 0))
     return 0;
+  CQ__TO_BACKEND(cq__grant_pool(grant), grant_devices, grant, resource, indices,
+                 cap);
   const struct cq__grant *g = cq__grant_ofc(grant);
   if (cq__gstate(g) != CQ__G_HELD || g->n_items == 0)
     return 0;
@@ -404,6 +445,8 @@ int cq_grant_cuda_visible(const cq_grant *grant, const char *resource,
                           char *buf, size_t len) {
   if (grant == NULL || buf == NULL || len == 0)
     return CQ_EINVAL;
+  CQ__TO_BACKEND(cq__grant_pool(grant), grant_cuda_visible, grant, resource,
+                 buf, len);
   buf[0] = '\0';
   const struct cq__grant *g = cq__grant_ofc(grant);
   if (cq__gstate(g) != CQ__G_HELD || g->n_items == 0)
@@ -434,8 +477,10 @@ static bool holds_whole(const struct cq__gitem *it, uint32_t index) {
 int cq_grant_release_device(cq_pool *pool, cq_grant *grant,
                             const char *resource, uint32_t index,
                             int64_t milli) {
-  if (resource == NULL)
+  if (resource == NULL || grant == NULL)
     return CQ_EINVAL;
+  CQ__TO_BACKEND(pool, grant_release_device, pool, grant, resource, index,
+                 milli);
   struct cq__grant *g;
   int rc = lock_grant(pool, grant, CQ__G_HELD, &g);
   if (rc != 0)

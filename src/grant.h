@@ -70,6 +70,7 @@ struct cq__grant {
   uint8_t n_items;
   uint8_t blocker; /* item the waiter lacks first */
   cq_pool *pool;
+  char msg[CQ__MSG_MAX]; /* why the last attempt failed */
 
   cq__rbnode bnode;        /* waiting: in the blocker's blocked tree */
   struct cq__grant *qprev; /* waiting: the pool's queue, by arrival */
@@ -93,12 +94,12 @@ struct cq__grant {
   uint8_t limited;        /* in `limits` */
   uint8_t overdue;        /* outlived its limit */
   uint8_t limited_waiter; /* waits with a hold limit: a backfill candidate */
-  char msg[CQ__MSG_MAX];
 };
 
 _Static_assert(offsetof(struct cq__grant, pool) == 8 &&
-                   CQ_BACKEND_HEADER_BYTES == 16,
-               "a grant's pool is where every backend finds it");
+                   offsetof(struct cq__grant, msg) == 16 &&
+                   offsetof(struct cq__grant, bnode) == CQ_BACKEND_HEADER_BYTES,
+               "a grant's header is where every backend finds it");
 _Static_assert(sizeof(struct cq__grant) <= sizeof(((cq_grant *)0)->cq_private),
                "struct cq__grant fits the public storage");
 _Static_assert(_Alignof(struct cq__grant) <= _Alignof(cq_grant),

@@ -17,6 +17,7 @@
 int cq_req_headroom(cq_pool *pool, const cq_req *req, int64_t *copies) {
   if (pool == NULL || req == NULL || copies == NULL)
     return CQ_EINVAL;
+  CQ__TO_BACKEND(pool, req_headroom, pool, req, copies);
   const struct cq__req *r = cq__req_ofc(req);
   if (r->magic != CQ__REQ_MAGIC)
     return CQ_EINVAL;
@@ -98,6 +99,7 @@ int cq_tasks_validate(cq_pool *pool, const cq_task *tasks, size_t n,
                       cq_problem_fn fn, void *arg) {
   if (pool == NULL || (tasks == NULL && n > 0))
     return CQ_EINVAL;
+  CQ__TO_BACKEND(pool, tasks_validate, pool, tasks, n, fn, arg);
   int result = 0;
   for (size_t t = 0; t < n; t++) {
     char msgs[CQ_REQ_MAX_ITEMS][CQ__MSG_MAX];
@@ -116,6 +118,7 @@ int cq_tasks_validate(cq_pool *pool, const cq_task *tasks, size_t n,
 int cq_pool_room(cq_pool *pool, const char *job_class, cq_room *out) {
   if (pool == NULL || out == NULL)
     return CQ_EINVAL;
+  CQ__TO_BACKEND(pool, pool_room, pool, job_class, out);
   memset(out, 0, sizeof(*out));
   cq__mutex_lock(&pool->lock);
   struct cq__res *cls = NULL;

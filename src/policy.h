@@ -35,10 +35,29 @@ struct cq__queue {
   cq__rbtree deadlines;   /* waiters with a finite deadline */
 };
 
+/* The pool's part for backfill (backfill.c): hold limits and the head's
+ * shadow time. */
+struct cq__bf {
+  cq__rbtree limits;   /* holders with a limit not yet passed, by its end */
+  uint64_t next_gseq;  /* grant order */
+  uint64_t overdue;    /* grants that outlived their limit */
+  uint64_t backfilled; /* grants made by backfill */
+  uint64_t late_heads; /* heads granted after their shadow time */
+  uint64_t head_seq;   /* the head waiter S is for; 0: none yet */
+  int64_t S;           /* its sticky shadow time; CQ_NEVER: unknown */
+  bool dirty;          /* S and the projection need computing */
+  uint64_t epoch;      /* next_gseq when they were computed */
+  uint64_t stamp;      /* marks the head's resources (cq__res.bf_mark) */
+  bool kick;           /* waiters may have become backfillable */
+  size_t candidates;   /* waiters with a hold limit */
+};
+
 /* ------------------------------------------------------------------------ */
 /* Attempts                                                                  */
 /* ------------------------------------------------------------------------ */
 
+/* Set up the policy's parts of a new pool. */
+void cq__policy_init(cq_pool *p);
 /* Bind a fresh attempt of `req` to g and give it the next arrival. */
 void cq__policy_bind(cq_pool *p, struct cq__grant *g,
                      const struct cq__req *req);

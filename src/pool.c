@@ -62,8 +62,7 @@ int cq_pool_create(cq_pool **out, const cq_pool_config *cfg) {
   p->clock = cfg->clock;
   p->clock_arg = cfg->clock_arg;
   p->data = cfg->data;
-  p->q.next_seq = 1;
-  cq__bf_init(&p->bf);
+  cq__policy_init(p);
   if (cq__events_init(&p->ev, &alloc, cfg->on_event, cfg->event_arg,
                       cfg->event_buffer) != 0) {
     cq__free(&alloc, p);
@@ -91,6 +90,7 @@ void *cq_pool_data(const cq_pool *pool) {
 int cq_pool_close(cq_pool *pool) {
   if (pool == NULL)
     return CQ_EINVAL;
+  CQ__TO_BACKEND(pool, close, pool);
   struct cq__outbox o;
   cq__outbox_init(&o, pool);
   cq__mutex_lock(&pool->lock);
@@ -105,6 +105,12 @@ int cq_pool_close(cq_pool *pool) {
 int cq_pool_destroy(cq_pool *pool) {
   if (pool == NULL)
     return 0;
+  if (cq__pool_remote(pool)) {
+    int rc = pool->backend->destroy(pool);
+    if (rc == 0)
+      cq__backend_pool_free(pool);
+    return rc;
+  }
   cq__mutex_lock(&pool->lock);
   /* Grants made or adopted under the lock are counted, whatever they hold
    * now; lock-free ones hold units until they are released. */
@@ -130,6 +136,7 @@ int cq_pool_destroy(cq_pool *pool) {
 int cq_pool_expire(cq_pool *pool, int64_t *next_deadline_ms) {
   if (pool == NULL)
     return CQ_EINVAL;
+  CQ__TO_BACKEND(pool, expire, pool, next_deadline_ms);
   struct cq__outbox o;
   cq__outbox_init(&o, pool);
   cq__mutex_lock(&pool->lock);
@@ -139,21 +146,5 @@ int cq_pool_expire(cq_pool *pool, int64_t *next_deadline_ms) {
   CQ__POLICY_CHECK(pool);
   cq__mutex_unlock(&pool->lock);
   cq__outbox_flush(&o);
-  return 0;
-}
-
-int cq_pool_stats_get(cq_pool *pool, cq_pool_stats *out) {
-  if (pool == NULL || out == NULL)
-    return CQ_EINVAL;
-  memset(out, 0, sizeof(*out));
-  cq__mutex_lock(&pool->lock);
-  out->waiting = pool->q.n_waiters;
-  out->waited_grants = pool->q.waited_grants;
-  out->wakeups = pool->q.wakeups;
-  out->events_dropped = pool->ev.dropped;
-  out->overdue = pool->bf.overdue;
-  out->backfilled = pool->bf.backfilled;
-  out->late_heads = pool->bf.late_heads;
-  cq__mutex_unlock(&pool->lock);
   return 0;
 }

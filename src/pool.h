@@ -7,7 +7,6 @@
 #ifndef CRONOQ_POOL_H
 #define CRONOQ_POOL_H
 
-#include "backfill.h"
 #include "event.h"
 #include "policy.h"
 #include "resource.h"
@@ -48,5 +47,24 @@ static inline int64_t cq__pool_now(const cq_pool *p) {
 static inline bool cq__pool_remote(const cq_pool *p) {
   return p->backend != NULL;
 }
+
+/* At the top of a public function: pass the call on a pool served by a
+ * backend to it (cronoq_backend.h), with the same arguments. */
+#define CQ__TO_BACKEND(pool, op, ...)                                          \
+  do {                                                                         \
+    if ((pool) != NULL && (pool)->backend != NULL)                             \
+      return (pool)->backend->op(__VA_ARGS__);                                 \
+  } while (0)
+
+/* The pool a request or a grant was last bound to (its header), or NULL. */
+static inline cq_pool *cq__req_pool(const cq_req *req) {
+  return cq_backend_req_pool(req);
+}
+static inline cq_pool *cq__grant_pool(const cq_grant *grant) {
+  return grant != NULL ? cq__grant_ofc(grant)->pool : NULL;
+}
+
+/* Free the shell of a pool served by a backend (backend.c). */
+void cq__backend_pool_free(cq_pool *pool);
 
 #endif /* CRONOQ_POOL_H */

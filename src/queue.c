@@ -73,6 +73,7 @@
  */
 #include "pool.h"
 
+#include "backfill.h"
 #include "place.h"
 #include "validate.h"
 
@@ -378,6 +379,11 @@ static void give_back(cq_pool *p, struct cq__grant *g, unsigned i,
 
 static void examine(cq_pool *p, struct cq__grant *g, struct cq__outbox *o);
 static void sweep(cq_pool *p, struct cq__outbox *o);
+
+void cq__policy_init(cq_pool *p) {
+  p->q.next_seq = 1;
+  cq__bf_init(&p->bf);
+}
 
 void cq__policy_bind(cq_pool *p, struct cq__grant *g,
                      const struct cq__req *req) {

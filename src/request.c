@@ -23,6 +23,7 @@ int cq_req_init(cq_req *req, cq_pool *pool) {
   memset(r, 0, sizeof(*r));
   r->magic = CQ__REQ_MAGIC;
   r->pool = pool; /* no flags: an empty request takes the lock */
+  CQ__TO_BACKEND(pool, req_init, req, pool);
   return 0;
 }
 
@@ -31,7 +32,10 @@ static bool req_ok(const cq_req *req) {
 }
 
 size_t cq_req_count(const cq_req *req) {
-  return req_ok(req) ? cq__req_ofc(req)->n_items : 0;
+  if (!req_ok(req))
+    return 0;
+  CQ__TO_BACKEND(cq__req_pool(req), req_count, req);
+  return cq__req_ofc(req)->n_items;
 }
 
 const char *cq_req_error(const cq_req *req) {
@@ -72,25 +76,10 @@ static uint16_t lockfree_flag(const struct cq__req *r) {
                                                               : 0;
 }
 
-/* Format thousandths as a decimal without trailing zeros ("0.25", "2"). */
-static void fmt_milli(char *buf, size_t len, int64_t milli) {
-  int64_t whole = milli / CQ_DEVICE_MILLI, frac = milli % CQ_DEVICE_MILLI;
-  if (frac == 0) {
-    snprintf(buf, len, "%" PRId64, whole);
-    return;
-  }
-  int digits = 3;
-  while (frac % 10 == 0) {
-    frac /= 10;
-    digits--;
-  }
-  snprintf(buf, len, "%" PRId64 ".%0*" PRId64, whole, digits, frac);
-}
-
 void cq__item_text(char *buf, size_t len, const struct cq__ritem *it) {
   char amount[32];
   if (it->mode == CQ__MODE_FRACTION)
-    fmt_milli(amount, sizeof(amount), it->amount);
+    cq__fmt_milli(amount, sizeof(amount), it->amount);
   else
     snprintf(amount, sizeof(amount), "%" PRId64, it->amount);
   snprintf(buf, len, "%s:%s", it->res->name, amount);
@@ -115,6 +104,8 @@ static int add_item(cq_req *req, const char *resource, int64_t amount,
                     uint8_t mode, bool as_class) {
   if (!req_ok(req) || resource == NULL)
     return CQ_EINVAL;
+  CQ__TO_BACKEND(cq__req_pool(req), req_add, req, resource, amount,
+                 as_class ? CQ_BACKEND_CLASS : (int)mode);
   struct cq__req *r = cq__req_of(req);
   cq_pool *p = r->pool;
   int rc = 0;
@@ -175,6 +166,7 @@ out:
 int cq_req_set_hold_limit(cq_req *req, int64_t limit_ms) {
   if (!req_ok(req))
     return CQ_EINVAL;
+  CQ__TO_BACKEND(cq__req_pool(req), req_set_hold_limit, req, limit_ms);
   struct cq__req *r = cq__req_of(req);
   if (limit_ms < 0 || limit_ms > CQ__LIMIT_MAX) {
     cq__msgf(r->msg, CQ__MSG_MAX,
@@ -226,11 +218,12 @@ int cq_req_add_str(cq_req *req, const char *resource, const char *amount) {
   if (!req_ok(req) || resource == NULL || amount == NULL)
     return CQ_EINVAL;
   struct cq__req *r = cq__req_of(req);
-  cq__mutex_lock(&r->pool->lock);
-  struct cq__res *res = cq__res_find(&r->pool->tab, resource);
-  bool devices = res != NULL && res->kind == CQ__RES_DEVICES;
-  cq__mutex_unlock(&r->pool->lock);
-  if (res == NULL) {
+  /* The kind of the resource says how to read the amount; asked through
+   * the API, so that this serves every kind of pool. */
+  cq_resource_stats st;
+  bool known = cq_resource_stats_get(r->pool, resource, &st) == 0;
+  bool devices = known && st.kind == CQ_KIND_DEVICES;
+  if (!known) {
     /* How to read the amount depends on the resource: name it first. */
     cq__msgf(r->msg, CQ__MSG_MAX, "request asks unknown resource \"%.*s\"",
              CQ_NAME_MAX, resource);

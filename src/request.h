@@ -20,6 +20,10 @@ enum cq__mode {
   CQ__MODE_FRACTION = 1, /* thousandths of one device */
   CQ__MODE_WHOLE = 2     /* whole devices */
 };
+_Static_assert((int)CQ__MODE_UNITS == (int)CQ_BACKEND_UNITS &&
+                   (int)CQ__MODE_FRACTION == (int)CQ_BACKEND_FRACTION &&
+                   (int)CQ__MODE_WHOLE == (int)CQ_BACKEND_WHOLE,
+               "a backend is told the mode as the core keeps it");
 
 struct cq__res;
 
@@ -36,18 +40,23 @@ struct cq__ritem {
 #define CQ__REQ_LOCKFREE 0x1u /* only budgets: may be granted without lock */
 
 struct cq__req {
-  uint32_t magic; /* the header: the same for every kind of pool */
+  /* The header, the same for every kind of pool (cronoq_backend.h). */
+  uint32_t magic;
   uint16_t n_items;
   uint16_t flags; /* CQ__REQ_* */
   cq_pool *pool;
+  char msg[CQ__MSG_MAX];
+
   int64_t limit_ms;                         /* hold limit; 0: none */
   struct cq__ritem items[CQ_REQ_MAX_ITEMS]; /* sorted by resource rank */
-  char msg[CQ__MSG_MAX];
 };
 
 _Static_assert(offsetof(struct cq__req, pool) == 8 &&
-                   CQ_BACKEND_HEADER_BYTES == 16,
-               "a request's pool is where every backend finds it");
+                   offsetof(struct cq__req, msg) == 16 &&
+                   CQ__MSG_MAX == CQ_BACKEND_MSG_MAX &&
+                   offsetof(struct cq__req, limit_ms) ==
+                       CQ_BACKEND_HEADER_BYTES,
+               "a request's header is where every backend finds it");
 _Static_assert(sizeof(struct cq__req) <= sizeof(((cq_req *)0)->cq_private),
                "struct cq__req fits the public storage");
 _Static_assert(_Alignof(struct cq__req) <= _Alignof(cq_req),

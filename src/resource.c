@@ -123,6 +123,7 @@ size_t cq__res_ordered(const struct cq__restab *t, struct cq__res **out,
 
 static int add_budget_like(cq_pool *pool, const char *name, int64_t capacity,
                            uint8_t kind, unsigned flags) {
+  CQ__TO_BACKEND(pool, budget_add, pool, name, capacity, kind, flags);
   if (pool == NULL || cq__name_check(name) != 0 ||
       (flags & ~(unsigned)CQ_BUDGET_LONE) != 0)
     return CQ_EINVAL;
@@ -157,6 +158,7 @@ static int set_capacity(cq_pool *pool, const char *name, int64_t capacity,
                         uint8_t kind) {
   if (pool == NULL || name == NULL)
     return CQ_EINVAL;
+  CQ__TO_BACKEND(pool, set_capacity, pool, name, capacity, kind);
   if (capacity < 0 || capacity > CQ_BUDGET_MAX)
     return CQ_ERANGE;
   struct cq__outbox o;
@@ -193,6 +195,7 @@ int cq_class_set_max(cq_pool *pool, const char *name, int64_t max_workers) {
 int cq_resource_remove(cq_pool *pool, const char *name) {
   if (pool == NULL || name == NULL)
     return CQ_EINVAL;
+  CQ__TO_BACKEND(pool, resource_remove, pool, name);
   cq__mutex_lock(&pool->lock);
   struct cq__res *r = cq__res_find(&pool->tab, name);
   /* Held grants that may hold none of its units any more still name it. */

@@ -218,7 +218,7 @@ static int check_exposition(const char *text) {
         assert_string_equal(types[f], ""); /* TYPE at most once */
         const char *t = sp + 1;
         assert_true(strcmp(t, "counter") == 0 || strcmp(t, "gauge") == 0 ||
-                    strcmp(t, "summary") == 0);
+                    strcmp(t, "histogram") == 0);
         snprintf(types[f], sizeof(types[f]), "%s", t);
         if (strcmp(t, "counter") == 0)
           assert_non_null(strstr(name, "_total"));
@@ -237,9 +237,10 @@ static int check_exposition(const char *text) {
       size_t fl = strlen(fam);
       /* A sample belongs to the family declared just before it. */
       assert_true(strcmp(name, fam) == 0 ||
-                  (strcmp(types[current], "summary") == 0 &&
+                  (strcmp(types[current], "histogram") == 0 &&
                    strncmp(name, fam, fl) == 0 &&
-                   (strcmp(name + fl, "_sum") == 0 ||
+                   (strcmp(name + fl, "_bucket") == 0 ||
+                    strcmp(name + fl, "_sum") == 0 ||
                     strcmp(name + fl, "_count") == 0)));
       assert_string_not_equal(types[current], ""); /* TYPE came first */
       char *p = buf + nl;
@@ -326,11 +327,37 @@ static void test_prometheus_exposition_follows_the_format(void **state) {
   assert_non_null(strstr(t.buf, "cronoq_class_in_use{class=\"predict\"} 1\n"));
   assert_non_null(
       strstr(t.buf, "cronoq_grants_total{resource=\"warehouse-db\"} 1\n"));
-  assert_non_null(strstr(
-      t.buf,
-      "cronoq_wait_seconds{resource=\"warehouse-db\",quantile=\"0.5\"} 0\n"));
+  /* Waiting times are a histogram: a grant that did not wait is under the
+   * first bound (1 ms), and under every later one. */
+  assert_non_null(strstr(t.buf, "# TYPE cronoq_wait_seconds histogram\n"));
+  assert_non_null(strstr(t.buf,
+                         "cronoq_wait_seconds_bucket{resource=\"warehouse-"
+                         "db\",le=\"0.001\"} 1\n"));
+  assert_non_null(strstr(t.buf,
+                         "cronoq_wait_seconds_bucket{resource=\"warehouse-"
+                         "db\",le=\"+Inf\"} 1\n"));
   assert_non_null(strstr(
       t.buf, "cronoq_wait_seconds_count{resource=\"warehouse-db\"} 1\n"));
+  assert_non_null(
+      strstr(t.buf, "cronoq_class_wait_seconds_count{class=\"predict\"} 1\n"));
+  /* Every figure of the pool, and the build. */
+#define POOL_FIGURE_(field, type, help)                                        \
+  {                                                                            \
+    char want[96];                                                             \
+    snprintf(want, sizeof(want), "\ncronoq_pool_%s%s 0\n", #field,             \
+             strcmp(type, "counter") == 0 ? "_total" : "");                    \
+    assert_non_null(strstr(t.buf, want));                                      \
+  }
+  CQ_POOL_STATS_MAP(POOL_FIGURE_)
+#undef POOL_FIGURE_
+  char build[96];
+  snprintf(build, sizeof(build),
+           "cronoq_build_info{version=\"%s\",abi=\"0.%d\"} 1\n",
+           cq_version_string(), CQ_VERSION_MINOR);
+  assert_non_null(strstr(t.buf, build));
+  /* Classes have help texts of their own. */
+  assert_non_null(strstr(
+      t.buf, "# HELP cronoq_class_capacity Max workers of the class.\n"));
   free(t.buf);
   assert_cq_ok(cq_grant_release(p, &g));
   assert_cq_ok(cq_pool_destroy(p));
@@ -505,11 +532,47 @@ static void test_events_beyond_the_buffer_are_dropped_and_counted(void **s) {
   assert_cq_ok(cq_pool_destroy(p));
 }
 
+/* The exposition's waiting-time histogram counts exactly: the buckets are
+ * powers of two of a millisecond, where the library's histogram has
+ * boundaries, and a wait is counted under a bound it is below. */
+static void test_wait_buckets_count_exactly_below_each_power_of_two(void **s) {
+  (void)s;
+  struct cq__hist h;
+  memset(&h, 0, sizeof(h));
+  static const int64_t waits[] = {0,  1,  2,    3,    7,    8,    15,
+                                  16, 17, 1023, 1024, 5000, 70000};
+  for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++)
+    cq__hist_add(&h, waits[i]);
+  for (int b = 0; b < CQ_WAIT_BUCKETS; b++) {
+    int64_t bound = (int64_t)1 << b;
+    uint64_t want = 3; /* three more granted at once, at 0 ms */
+    for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++)
+      want += waits[i] < bound;
+    assert_int_equal(cq__hist_below(&h, 3, bound), want);
+  }
+}
+
+static void test_event_types_have_names(void **s) {
+  (void)s;
+  assert_string_equal(cq_event_type_name(CQ_EVENT_GRANTED), "granted");
+  assert_string_equal(cq_event_type_name(CQ_EVENT_TIMED_OUT), "timed_out");
+  assert_string_equal(cq_event_type_name(CQ_EVENT_OVERDUE), "overdue");
+  assert_string_equal(cq_event_type_name(0), "unknown");
+  assert_string_equal(cq_event_type_name(CQ_EVENT_MAX_ + 1), "unknown");
+  for (int t = 1; t <= CQ_EVENT_MAX_; t++) {
+    assert_string_not_equal(cq_event_type_name(t), "unknown");
+    for (int u = 1; u < t; u++)
+      assert_string_not_equal(cq_event_type_name(t), cq_event_type_name(u));
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(
           test_snapshot_counts_grants_timeouts_cancellations_and_waits),
       cmocka_unit_test(test_histogram_quantiles_are_within_an_eighth),
+      cmocka_unit_test(test_wait_buckets_count_exactly_below_each_power_of_two),
+      cmocka_unit_test(test_event_types_have_names),
       cmocka_unit_test(test_pool_snapshot_lists_every_resource_in_order),
       cmocka_unit_test(test_prometheus_exposition_follows_the_format),
       cmocka_unit_test(test_metrics_writer_can_stop_the_exposition),

@@ -288,6 +288,26 @@ static void test_remove_is_refused_while_a_grant_names_it(void **state) {
   assert_cq_ok(cq_pool_destroy(p));
 }
 
+/* The detail a grant gives is its last attempt's: an attempt refused for a
+ * closed pool does not show why an earlier one failed. */
+static void test_grant_error_is_the_last_attempts_own(void **state) {
+  (void)state;
+  cq_pool *p;
+  assert_cq_ok(cq_pool_create(&p, NULL));
+  assert_cq_ok(cq_budget_add(p, "db", 2));
+  cq_req big, small;
+  cqt_req(&big, p, "db:3");
+  cqt_req(&small, p, "db:1");
+  cq_grant g;
+  cq_grant_init(&g);
+  assert_cq_err(cq_grant_try(p, &g, &big), CQ_ENEVER);
+  assert_non_null(strstr(cq_grant_error(&g), "capacity is 2"));
+  assert_cq_ok(cq_pool_close(p));
+  assert_cq_err(cq_grant_try(p, &g, &small), CQ_ECLOSED);
+  assert_string_equal(cq_grant_error(&g), "");
+  assert_cq_ok(cq_pool_destroy(p));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_grant_counts_stay_exact_past_the_lockfree_counter),
@@ -298,6 +318,7 @@ int main(void) {
       cmocka_unit_test(test_stats_agree_with_each_other),
       cmocka_unit_test(test_destroy_is_refused_while_a_grant_holds_nothing),
       cmocka_unit_test(test_remove_is_refused_while_a_grant_names_it),
+      cmocka_unit_test(test_grant_error_is_the_last_attempts_own),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

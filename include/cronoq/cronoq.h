@@ -125,8 +125,9 @@ CQ_EXPORT int cq_version_number(void);
  *   themselves;
  * - configuration and statistics structs keep their layout and end in
  *   reserved fields; a later version may give a reserved field a meaning,
- *   where zero keeps today's behaviour. Initialise them with their _INIT
- *   macro (all zeros), or zero them.
+ *   where zero keeps today's behaviour. Initialise a configuration struct
+ *   with its _INIT macro (all zeros), or zero it; the library fills a stats
+ *   struct whole, reserved fields included (as zeros).
  */
 #if defined(__cplusplus)
 #define CQ_ZERO_INIT_                                                          \
@@ -248,19 +249,34 @@ enum cq_pool_flags {
   CQ_POOL_BACKFILL = 1u << 2
 };
 
-/* What happened, for a host's logging or tracing (see cq_event_fn). */
+/*
+ * What happened, for a host's logging or tracing (see cq_event_fn).
+ * XX(NAME, value, "name", what it means); the table also makes
+ * cq_event_type_name().
+ */
+#define CQ_EVENT_MAP(XX)                                                       \
+  XX(GRANTED, 1, "granted", "an attempt got its units (wait_ms: how long)")    \
+  XX(PARKED, 2, "parked", "an attempt did not fit and waits")                  \
+  XX(RESERVED, 3, "reserved", "a waiter became the claimant of `resource`")    \
+  XX(RELEASED, 4, "released", "a grant gave its units back")                   \
+  XX(TIMED_OUT, 5, "timed_out", "a waiter's deadline passed")                  \
+  XX(CANCELLED, 6, "cancelled", "a waiter was cancelled")                      \
+  XX(CLOSED, 7, "closed", "a waiter failed because the pool closed")           \
+  XX(NEVER, 8, "never", "a waiter failed: a capacity shrank below it")         \
+  XX(OVERDUE, 9, "overdue",                                                    \
+     "a grant outlived its hold limit (it keeps its units; wait_ms: its "      \
+     "limit)")
+
 typedef enum cq_event_type {
-  CQ_EVENT_GRANTED = 1,   /* an attempt got its units (wait_ms: how long) */
-  CQ_EVENT_PARKED = 2,    /* an attempt did not fit and waits */
-  CQ_EVENT_RESERVED = 3,  /* a waiter became the claimant of `resource` */
-  CQ_EVENT_RELEASED = 4,  /* a grant gave its units back */
-  CQ_EVENT_TIMED_OUT = 5, /* a waiter's deadline passed */
-  CQ_EVENT_CANCELLED = 6, /* a waiter was cancelled */
-  CQ_EVENT_CLOSED = 7,    /* a waiter failed because the pool closed */
-  CQ_EVENT_NEVER = 8,     /* a waiter failed: a capacity shrank below it */
-  CQ_EVENT_OVERDUE = 9    /* a grant outlived its hold limit (it keeps its
-                             units; wait_ms: its limit) */
+#define CQ_EVENT_ENUM_(name, value, text, help) CQ_EVENT_##name = (value),
+  CQ_EVENT_MAP(CQ_EVENT_ENUM_)
+#undef CQ_EVENT_ENUM_
+      CQ_EVENT_MAX_ = 9
 } cq_event_type;
+
+/* The event type's name ("granted", "timed_out", ...), or "unknown".
+ * Thread-safe; never blocks; callable from a callback. */
+CQ_EXPORT const char *cq_event_type_name(int type);
 
 typedef struct cq_event {
   cq_event_type type;
@@ -348,15 +364,26 @@ CQ_EXPORT void *cq_pool_data(const cq_pool *pool);
 CQ_EXPORT int cq_pool_expire(cq_pool *pool, int64_t *next_deadline_ms);
 
 /* A consistent snapshot of the pool as a whole. */
+/*
+ * Its fields, XX(name, "gauge" or "counter", what it counts): the one table
+ * the struct and the Prometheus exposition are made from, so that every
+ * figure is exported (cronoq_pool_<name>, counters with _total).
+ */
+#define CQ_POOL_STATS_MAP(XX)                                                  \
+  XX(waiting, "gauge", "Requests waiting now.")                                \
+  XX(waited_grants, "counter", "Grants to requests that had to wait.")         \
+  XX(wakeups, "counter", "Blocked threads woken: one per outcome.")            \
+  XX(events_dropped, "counter",                                                \
+     "Events the event hook fell too far behind for.")                         \
+  XX(overdue, "counter", "Grants that outlived their hold limit.")             \
+  XX(backfilled, "counter", "Grants made by backfill.")                        \
+  XX(late_heads, "counter",                                                    \
+     "Oldest waiters granted after their shadow time (backfill).")
+
 typedef struct cq_pool_stats {
-  uint64_t waiting;        /* requests waiting now */
-  uint64_t waited_grants;  /* grants to requests that had to wait, ever */
-  uint64_t wakeups;        /* blocked threads woken: one per outcome */
-  uint64_t events_dropped; /* events the hook fell too far behind for */
-  uint64_t overdue;        /* grants that outlived their hold limit, ever */
-  uint64_t backfilled;     /* grants made by backfill, ever */
-  uint64_t late_heads;     /* oldest waiters granted after their shadow
-                              time, ever (see CQ_POOL_BACKFILL) */
+#define CQ_POOL_STATS_FIELD_(name, type, help) uint64_t name;
+  CQ_POOL_STATS_MAP(CQ_POOL_STATS_FIELD_)
+#undef CQ_POOL_STATS_FIELD_
   uint64_t reserved_[8];
 } cq_pool_stats;
 
@@ -462,6 +489,9 @@ enum cq_resource_kind {
   CQ_KIND_CLASS = 3
 };
 
+/* The wait histogram's bounds: below[i] counts waits under 2^i ms. */
+#define CQ_WAIT_BUCKETS 28
+
 /* Waiting times of the requests granted on a resource. */
 typedef struct cq_wait_stats {
   uint64_t count; /* grants measured: every grant, 0 ms when at once */
@@ -469,6 +499,10 @@ typedef struct cq_wait_stats {
   int64_t p99_ms; /* 99th percentile, likewise */
   int64_t max_ms; /* exact */
   int64_t sum_ms; /* of all the waits: sum_ms / count is the mean */
+  /* Cumulative: grants that waited less than 2^i ms, exactly (waits are
+   * counted in whole milliseconds), from under 1 ms (i = 0, granted at
+   * once) to under 2^27 ms (37 hours); `count` includes the longer ones. */
+  uint64_t below[CQ_WAIT_BUCKETS];
 } cq_wait_stats;
 
 /*
@@ -1043,9 +1077,16 @@ typedef int (*cq_write_fn)(const char *text, size_t len, void *arg);
 
 /*
  * Write a snapshot of the whole pool in the Prometheus text exposition
- * format (version 0.0.4): metric names prefixed `cronoq_`, labels
- * `resource`, `device` and `class`. A host serves it on its metrics
- * endpoint. The snapshot is taken at one moment; `write` is called after,
+ * format (version 0.0.4). A host serves it on its metrics endpoint. Every
+ * figure of cq_pool_stats (cronoq_pool_<name>), of cq_resource_stats
+ * (cronoq_<name> with label `resource`, and cronoq_class_<name> with label
+ * `class` for classes) and of cq_device_stats (cronoq_device_<name> with
+ * labels `resource` and `device`) is exported, counters with _total;
+ * waiting times are the histogram cronoq_wait_seconds (and
+ * cronoq_class_wait_seconds), with buckets at powers of four of a
+ * millisecond whose counts are exact, so that the scrapes of several
+ * processes add up; cronoq_build_info{version,abi} is 1. On an in-process
+ * pool the snapshot is taken at one moment; `write` is called after,
  * on the calling thread without the lock, so it may call the library.
  * Thread-safe; takes the pool lock briefly, and allocates the snapshot
  * under it; callable from a callback.

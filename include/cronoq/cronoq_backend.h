@@ -17,22 +17,31 @@
  * Some calls are answered by the core for every kind of pool, on top of the
  * public API, so a backend does not implement them: cq_pool_data(),
  * cq_pool_add_spec(), cq_req_parse(), cq_req_add_str(), cq_req_add() and
- * its variants (which become req_add below), cq_grant_cancel() (abort with
- * CQ_ECANCELED), cq_grant_init(), cq_pool_write_metrics() (formatted from
- * stats_get, pool_snapshot and device_stats_get), and everything that takes
- * no pool (cq_now(), errors, parsing amounts, GPU detection).
+ * its variants (which become req_add below), cq_req_error() and
+ * cq_grant_error() (from the message in the header), cq_grant_cancel()
+ * (abort with CQ_ECANCELED), cq_grant_init(), cq_pool_write_metrics()
+ * (formatted from stats_get, pool_snapshot and device_stats_get), and
+ * everything that takes no pool (cq_now(), errors, parsing amounts, GPU
+ * detection).
  *
  * Storage. The first CQ_BACKEND_HEADER_BYTES of the private storage of a
- * cq_req and of a cq_grant belong to the core: they record which pool the
- * object was last used with. The rest is the backend's, with the sizes
- * below. The core writes the header before it passes the object on:
- * - cq_req_init() binds the request to the pool before calling req_init;
- * - an acquire (try, acquire, submit) binds the grant to the pool before
- *   calling the backend;
+ * cq_req and of a cq_grant belong to the core: 8 bytes of its own, the pool
+ * the object was last bound to, and the message of its last failure
+ * (CQ_BACKEND_MSG_MAX bytes, NUL-terminated), which the backend writes
+ * through cq_backend_req_msg() and cq_backend_grant_msg(). The rest is the
+ * backend's, with the sizes below. The core writes the header before it
+ * passes the object on:
+ * - cq_req_init() binds the request to the pool (and empties its message)
+ *   before calling req_init;
+ * - an acquire (try, acquire, submit) binds the grant to the pool (and
+ *   empties its message) before calling the backend;
  * - cq_grant_init() zeroes the whole grant, header included.
  * Calls that take only a request or a grant (cq_req_add, cq_grant_held...)
  * find the pool in the header. A grant whose header names no pool is idle
- * and answers as an idle grant without reaching any backend.
+ * and answers as an idle grant without reaching any backend. The core may
+ * copy a request's storage (cq_req_parse() parses into a copy and copies it
+ * back on success), so a backend's request must hold no pointer into
+ * itself.
  *
  * Thread-safety: the core adds no lock around a backend's operations; the
  * backend must be as thread-safe as cronoq.h says of each call.
@@ -48,7 +57,8 @@
 extern "C" {
 #endif
 
-#define CQ_BACKEND_HEADER_BYTES 16
+#define CQ_BACKEND_MSG_MAX 160
+#define CQ_BACKEND_HEADER_BYTES (16 + CQ_BACKEND_MSG_MAX)
 
 /* Bytes of a request's and of a grant's storage that a backend may use,
  * starting at cq_backend_req_area() and cq_backend_grant_area(); 8-byte
@@ -69,6 +79,14 @@ static inline void *cq_backend_grant_area(cq_grant *grant) {
 }
 static inline const void *cq_backend_grant_area_c(const cq_grant *grant) {
   return (const char *)grant->cq_private + CQ_BACKEND_HEADER_BYTES;
+}
+
+/* The message buffers of the header, CQ_BACKEND_MSG_MAX bytes each. */
+static inline char *cq_backend_req_msg(cq_req *req) {
+  return (char *)req->cq_private + 16;
+}
+static inline char *cq_backend_grant_msg(cq_grant *grant) {
+  return (char *)grant->cq_private + 16;
 }
 
 /* How req_add is asked for an amount. */
@@ -121,7 +139,6 @@ typedef struct cq_backend_ops {
                  int mode); /* enum cq_backend_mode */
   int (*req_set_hold_limit)(cq_req *req, int64_t limit_ms);
   size_t (*req_count)(const cq_req *req);
-  const char *(*req_error)(const cq_req *req);
 
   /* Grants */
   int (*grant_try)(cq_pool *pool, cq_grant *grant, const cq_req *req);
@@ -142,7 +159,6 @@ typedef struct cq_backend_ops {
                             char *buf, size_t len);
   int64_t (*grant_held)(const cq_grant *grant, const char *resource);
   int (*grant_is_held)(const cq_grant *grant);
-  const char *(*grant_error)(const cq_grant *grant);
 
   /* For host schedulers */
   int (*req_headroom)(cq_pool *pool, const cq_req *req, int64_t *copies);

@@ -46,6 +46,18 @@ const char *cq_version_string(void) {
 
 int cq_version_number(void) { return CQ_VERSION_NUMBER; }
 
+const char *cq_event_type_name(int type) {
+  switch (type) {
+#define CQ_EVENT_NAME_CASE_(name, value, text, help)                           \
+  case CQ_EVENT_##name:                                                        \
+    return text;
+    CQ_EVENT_MAP(CQ_EVENT_NAME_CASE_)
+#undef CQ_EVENT_NAME_CASE_
+  default:
+    return "unknown";
+  }
+}
+
 void cq__panic(const char *file, int line, const char *what) {
   fprintf(stderr, "libcronoq: internal invariant broken at %s:%d: %s\n", file,
           line, what);

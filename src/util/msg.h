@@ -19,4 +19,8 @@
 /* Format into `buf` of `len` bytes (len > 0), always terminated. */
 void cq__msgf(char *buf, size_t len, const char *fmt, ...) CQ__PRINTF(3, 4);
 
+/* Thousandths as a decimal, exactly and without trailing zeros: "0.25",
+ * "2", "1.024". Returns buf. */
+const char *cq__fmt_milli(char *buf, size_t len, int64_t milli);
+
 #endif /* CRONOQ_UTIL_MSG_H */

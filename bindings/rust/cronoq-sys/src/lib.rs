@@ -143,6 +143,8 @@ pub const CQ_NAME_MAX: usize = 63;
 pub const CQ_BUDGET_MAX: i64 = 1_099_511_627_775;
 pub const CQ_BUDGET_LONE: c_uint = 1 << 0;
 
+pub const CQ_WAIT_BUCKETS: usize = 28;
+
 pub const CQ_KIND_BUDGET: c_int = 1;
 pub const CQ_KIND_DEVICES: c_int = 2;
 pub const CQ_KIND_CLASS: c_int = 3;
@@ -155,6 +157,7 @@ pub struct cq_wait_stats {
     pub p99_ms: i64,
     pub max_ms: i64,
     pub sum_ms: i64,
+    pub below: [u64; CQ_WAIT_BUCKETS],
 }
 
 #[repr(C)]

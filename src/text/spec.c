@@ -28,7 +28,11 @@
  * adding the checked items and undoing them all read the text again, which
  * is cheap for the few items a spec has.
  */
-#include "cq_internal.h"
+#include "text/text.h"
+
+#include "cronoq/cronoq_backend.h"
+#include "util/msg.h"
+#include "util/name.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,11 +82,8 @@ struct item {
 
 static bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
-/* The bytes of names and values, as cq__name_check() has them. */
-static bool is_word(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.' || c == '/';
-}
+/* The bytes of names and values: those of a resource name. */
+static bool is_word(char c) { return cq__name_char(c); }
 
 /* Whether a byte has no place anywhere in a spec. */
 static bool is_stray(char c) {
@@ -404,9 +405,8 @@ int cq__pool_add_spec_n(cq_pool *pool, const char *spec, size_t len,
   while ((rc = decl_next(&lx, &d)) == 1) {
     if (named_before(&lx, &d.it))
       return fail_named_twice(&lx, &d.it);
-    cq__mutex_lock(&pool->lock);
-    bool taken = cq__res_find(&pool->tab, d.it.name) != NULL;
-    cq__mutex_unlock(&pool->lock);
+    cq_resource_stats st;
+    bool taken = cq_resource_stats_get(pool, d.it.name, &st) != CQ_ENOENT;
     if (taken)
       return lex_fail(&lx, CQ_EEXIST, "\"%s\" already exists (column %zu)",
                       d.it.name, d.it.at + 1);
@@ -466,12 +466,12 @@ static int req_item(struct lexer *lx, cq_req *tmp, const struct item *it) {
 }
 
 int cq__req_parse_n(cq_req *req, const char *spec, size_t len) {
-  if (req == NULL || cq__req_ofc(req)->magic != CQ__REQ_MAGIC || spec == NULL)
+  if (cq_backend_req_pool(req) == NULL || spec == NULL) /* not initialised */
     return CQ_EINVAL;
   struct lexer lx = {.s = spec,
                      .len = len,
                      .which = "request spec",
-                     .msg = cq__req_of(req)->msg,
+                     .msg = cq_backend_req_msg(req),
                      .msg_len = CQ__MSG_MAX};
   /* Items go into a copy; the request itself changes only on success. */
   cq_req tmp = *req;
@@ -485,8 +485,10 @@ int cq__req_parse_n(cq_req *req, const char *spec, size_t len) {
   }
   if (rc < 0)
     return rc;
-  cq__req_of(&tmp)->msg[0] = '\0';
-  *cq__req_of(req) = *cq__req_of(&tmp); /* req->data stays the caller's */
+  cq_backend_req_msg(&tmp)[0] = '\0';
+  /* The whole storage (a backend's request may use all of it); req->data
+   * stays the caller's. */
+  memcpy(req->cq_private, tmp.cq_private, sizeof(req->cq_private));
   return 0;
 }
 

@@ -8,7 +8,9 @@
  * nvidia-smi, or where it fails or hangs, simply has no GPUs. The parsers
  * take plain strings so that tests and fuzzers can reach them directly.
  */
-#include "cq_internal.h"
+#include "text/text.h"
+
+#include "util/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
