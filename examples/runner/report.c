@@ -112,6 +112,8 @@ static const char *status_text(const struct job *job, char *buf, size_t len) {
     return "not started";
   case JOB_SPAWN_FAILED:
     return "spawn failed";
+  case JOB_UNKILLABLE:
+    return "unkillable";
   case JOB_WAITING:
     return "waiting";
   case JOB_RUNNING:
@@ -137,6 +139,8 @@ static const char *status_word(const struct job *job) {
     return "not_started";
   case JOB_SPAWN_FAILED:
     return "spawn_failed";
+  case JOB_UNKILLABLE:
+    return "unkillable";
   case JOB_WAITING:
     return "waiting";
   case JOB_RUNNING:
@@ -152,6 +156,7 @@ static double wait_seconds(const struct job *job) {
   case JOB_EXITED:
   case JOB_RUNNING:
   case JOB_SPAWN_FAILED:
+  case JOB_UNKILLABLE:
     until = job->granted_ns;
     break;
   case JOB_NOT_STARTED:
@@ -164,7 +169,7 @@ static double wait_seconds(const struct job *job) {
 }
 
 static double run_seconds(const struct job *job) {
-  if (job->state != JOB_EXITED)
+  if (job->state != JOB_EXITED && job->state != JOB_UNKILLABLE)
     return -1;
   return (double)(job->ended_ns - job->granted_ns) / 1e9;
 }

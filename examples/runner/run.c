@@ -8,16 +8,18 @@
  * A job's life on the loop:
  * - granted (on_granted): its child starts with the grant in its
  *   environment; a child that cannot start gives its grant back at once;
- * - the child exits (on_child_exit), whatever the status or signal: its
- *   grant is released, which may grant waiting jobs and start them from
- *   within that call;
- * - a timeout or an interrupt stops the child with SIGTERM, then SIGKILL
- *   after a grace period (on_kill_timer); the release still follows its
- *   exit, so the units are never returned while the child runs.
+ * - the child exits (on_child_exit), whatever the status or signal, and
+ *   once its whole process group is gone (job_ended) its grant is
+ *   released, which may grant waiting jobs and start them from within
+ *   that call;
+ * - a timeout or an interrupt stops the group with SIGTERM, then SIGKILL
+ *   after a grace period (on_kill_timer); the release still waits for the
+ *   group, so the units are never returned while any of it runs.
  *
  * Each child leads its own process group (UV_PROCESS_DETACHED) and is
  * signalled as a group: a shell command's own children stop with it, and
- * none lingers after a timeout or an interrupt.
+ * none lingers after a timeout or an interrupt (see "Children and their
+ * process groups" below).
  *
  * An interrupt (SIGINT, SIGTERM) closes the adapter: waiting acquires fail
  * with CQ_ECLOSED and those jobs are "not started". The run is over when
@@ -26,9 +28,14 @@
  */
 #include "runner.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 static void finish_if_done(struct runner *r);
 
@@ -160,12 +167,42 @@ static char *grant_entry(struct runner *r, const struct job *job) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Children                                                                  */
+/* Children and their process groups                                         */
 /* ------------------------------------------------------------------------ */
 
-/* Signal the child's process group: the child leads it (detached). */
+/*
+ * A job is its process group, not its shell. The shell may exit, or die of
+ * the SIGTERM of a timeout, while a process it started (a data-loader
+ * worker, a daemon, anything that ignores SIGTERM) still runs on the
+ * devices the job holds. So the units come back only once the group is
+ * gone, when kill(-pgid, 0) fails with ESRCH.
+ *
+ * Why a poll of the group: it is the one test that covers every member,
+ * however deep, where the shell's exit says nothing about its children.
+ * Zombies still count as members, so the runner makes itself a child
+ * subreaper (Linux): the group's orphans come to it rather than to an init
+ * that may never reap them (a container whose PID 1 does not), and it
+ * reaps them with waitpid(-pgid), which can never take a shell that libuv
+ * waits for, since each shell leads a group of its own. A pgid is not
+ * reused while its group has a member, zombies included, so the poll never
+ * takes a new group for the old one.
+ *
+ * Every wait is bounded. A group that outlives its shell is sent SIGTERM
+ * (what a job leaves behind is stopped, as a batch scheduler does when the
+ * job script ends), and SIGKILL after the grace. A group still there
+ * RUNNER_GONE_WAIT_MS after SIGKILL holds a process that SIGKILL cannot
+ * end (uninterruptible sleep in a driver): the runner stops waiting, but
+ * first takes what the job holds out of the pool, so that releasing its
+ * grant gives its devices to no one; they are lost to the run.
+ *
+ * Processes that leave the group (setsid(), job control) are out of reach
+ * of group signals and are not waited for; those the runner inherits as
+ * their subreaper are reaped when they exit, so they never pile up.
+ */
+
+/* Signal the job's process group: the child leads it (detached). */
 static void signal_job(struct job *job, int signum) {
-  int rc = uv_kill(-job->process.pid, signum);
+  int rc = uv_kill(-job->pgid, signum);
   if (rc != 0 && rc != UV_ESRCH)
     fprintf(stderr, "cronoq-run: line %zu: kill: %s\n", job->line,
             uv_strerror(rc));
@@ -183,6 +220,97 @@ static void terminate_job(struct job *job) {
                        0);
 }
 
+/* SIGKILL now, and wait a bounded time for the group to go. */
+static void kill_job(struct job *job) {
+  signal_job(job, SIGKILL);
+  job->kill_stage = KILL_KILL_SENT;
+  (void)uv_timer_start(&job->kill_timer, on_kill_timer, RUNNER_GONE_WAIT_MS,
+                       0);
+}
+
+/* Whether the job's group still has a member, once the members that have
+ * exited are reaped. EPERM counts as alive: the process is there. */
+static bool group_alive(const struct job *job) {
+  while (waitpid(-job->pgid, NULL, WNOHANG) > 0)
+    ;
+  return kill(-job->pgid, 0) == 0 || errno != ESRCH;
+}
+
+/* Reap the zombies the runner inherited as a subreaper from outside any
+ * job's group. It peeks first (WNOWAIT) and stops at a shell that libuv has
+ * still to reap, which it must be the one to reap. */
+static void reap_strays(struct runner *r) {
+  for (;;) {
+    siginfo_t info;
+    memset(&info, 0, sizeof(info));
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+        info.si_pid == 0)
+      return;
+    for (size_t i = 0; i < r->n_jobs; i++) {
+      const struct job *job = &r->jobs[i];
+      if (job->state == JOB_RUNNING && !job->shell_exited &&
+          job->pgid == info.si_pid)
+        return;
+    }
+    (void)waitpid(info.si_pid, NULL, 0); /* a zombie: returns at once */
+  }
+}
+
+/* Take what the job holds out of the pool for good: its devices go offline,
+ * its budgets and classes shrink by what it holds. Releasing its grant then
+ * gives nothing to another job; waiters that can no longer fit fail as
+ * never fitting. */
+static void retire_units(struct job *job) {
+  struct runner *r = job->runner;
+  const cq_grant *grant = &job->ureq.grant;
+  size_t count = 0;
+  if (cq_pool_snapshot(r->pool, r->snapshot, r->snapshot_cap, &count) != 0)
+    return;
+  for (size_t i = 0; i < count && i < r->snapshot_cap; i++) {
+    const cq_resource_stats *st = &r->snapshot[i];
+    int64_t held = cq_grant_held(grant, st->name);
+    if (held <= 0)
+      continue;
+    if (st->kind == CQ_KIND_BUDGET) {
+      (void)cq_budget_set_capacity(r->pool, st->name, st->capacity - held);
+    } else if (st->kind == CQ_KIND_CLASS) {
+      (void)cq_class_set_max(r->pool, st->name, st->capacity - 1);
+    } else {
+      size_t n = cq_grant_devices(grant, st->name, NULL, 0);
+      uint32_t *idx = malloc(n * sizeof(*idx));
+      if (idx != NULL) {
+        n = cq_grant_devices(grant, st->name, idx, n);
+        for (size_t d = 0; d < n; d++)
+          (void)cq_device_set_online(r->pool, st->name, idx[d], 0);
+      } else {
+        /* Out of memory: the whole device pool, rather than none of it. */
+        for (uint32_t d = 0; d < st->devices; d++)
+          (void)cq_device_set_online(r->pool, st->name, d, 0);
+      }
+      free(idx);
+    }
+  }
+}
+
+/* The job's whole group is gone (or given up on): count it, give its units
+ * back, and let the jobs they admit start, from within. */
+static void job_ended(struct job *job, enum job_state state) {
+  struct runner *r = job->runner;
+  job->ended_ns = uv_hrtime();
+  job->state = state;
+  if (job->shell_exited)
+    r->lingering--;
+  else
+    uv_close((uv_handle_t *)&job->process, NULL); /* given up on */
+  uv_close((uv_handle_t *)&job->kill_timer, NULL);
+  r->running--;
+  r->finished++;
+  if (job_failed(job))
+    r->failed++;
+  release_job(job);
+  finish_if_done(r);
+}
+
 static void on_kill_timer(uv_timer_t *timer) {
   struct job *job = timer->data;
   if (job->kill_stage == KILL_NONE) {
@@ -191,27 +319,55 @@ static void on_kill_timer(uv_timer_t *timer) {
             job->line);
     terminate_job(job);
   } else if (job->kill_stage == KILL_TERM_SENT) {
-    signal_job(job, SIGKILL);
-    job->kill_stage = KILL_KILL_SENT;
+    kill_job(job);
+  } else {
+    fprintf(stderr,
+            "cronoq-run: line %zu: process group %d is still there %d ms "
+            "after SIGKILL; what the job holds is taken out of the pool\n",
+            job->line, job->pgid, RUNNER_GONE_WAIT_MS);
+    retire_units(job);
+    job_ended(job, JOB_UNKILLABLE);
   }
+}
+
+/* The groups of jobs whose shell has exited: those now gone end. */
+static void on_group_timer(uv_timer_t *timer) {
+  struct runner *r = timer->data;
+  for (size_t i = 0; i < r->n_jobs && r->lingering > 0; i++) {
+    struct job *job = &r->jobs[i];
+    if (job->state == JOB_RUNNING && job->shell_exited && !group_alive(job))
+      job_ended(job, JOB_EXITED);
+  }
+  reap_strays(r);
+  if (r->lingering == 0)
+    (void)uv_timer_stop(timer);
 }
 
 static void on_child_exit(uv_process_t *process, int64_t exit_status,
                           int term_signal) {
   struct job *job = process->data;
   struct runner *r = job->runner;
-  job->ended_ns = uv_hrtime();
   job->exit_code = exit_status;
   job->term_signal = term_signal;
-  job->state = JOB_EXITED;
-  uv_close((uv_handle_t *)&job->kill_timer, NULL);
+  job->shell_exited = true;
+  r->lingering++;
   uv_close((uv_handle_t *)process, NULL);
-  r->running--;
-  r->finished++;
-  if (job_failed(job))
-    r->failed++;
-  release_job(job); /* may start the jobs it lets in, from within */
-  finish_if_done(r);
+  reap_strays(r);
+  if (!group_alive(job)) {
+    job_ended(job, JOB_EXITED);
+    return;
+  }
+  if (job->kill_stage == KILL_NONE) {
+    job->left_behind = true;
+    fprintf(stderr,
+            "cronoq-run: line %zu: exited and left processes in its group; "
+            "stopping them\n",
+            job->line);
+    terminate_job(job);
+  }
+  if (!uv_is_active((uv_handle_t *)&r->group_timer))
+    (void)uv_timer_start(&r->group_timer, on_group_timer,
+                         RUNNER_GROUP_POLL_MS, RUNNER_GROUP_POLL_MS);
 }
 
 /* Start the granted job's child; on failure, give the grant back. */
@@ -265,6 +421,7 @@ static void start_job(struct job *job) {
     return;
   }
   job->state = JOB_RUNNING;
+  job->pgid = job->process.pid;
   r->running++;
   if (r->timeout_ms > 0)
     (void)uv_timer_start(&job->kill_timer, on_kill_timer,
@@ -296,10 +453,8 @@ static void on_signal(uv_signal_t *handle, int signum) {
     /* Asked again: do not wait for the grace period. */
     for (size_t i = 0; i < r->n_jobs; i++) {
       struct job *job = &r->jobs[i];
-      if (job->state == JOB_RUNNING && job->kill_stage != KILL_KILL_SENT) {
-        signal_job(job, SIGKILL);
-        job->kill_stage = KILL_KILL_SENT;
-      }
+      if (job->state == JOB_RUNNING && job->kill_stage != KILL_KILL_SENT)
+        kill_job(job);
     }
     return;
   }
@@ -327,6 +482,7 @@ static void finish_if_done(struct runner *r) {
   close_adapter(r);
   uv_close((uv_handle_t *)&r->sigint, NULL);
   uv_close((uv_handle_t *)&r->sigterm, NULL);
+  uv_close((uv_handle_t *)&r->group_timer, NULL);
   if (r->progress) {
     uv_close((uv_handle_t *)&r->progress_timer, NULL);
     progress_clear(r);
@@ -374,6 +530,13 @@ int runner_run(struct runner *r) {
     setup_failed(r, "uv_signal_start", rc);
     return -1;
   }
+#if defined(PR_SET_CHILD_SUBREAPER)
+  /* The jobs' orphans come to the runner, which reaps them: see "Children
+   * and their process groups". */
+  (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+#endif
+  (void)uv_timer_init(&r->loop, &r->group_timer); /* cannot fail */
+  r->group_timer.data = r;
   if (r->progress) {
     (void)uv_timer_init(&r->loop, &r->progress_timer); /* cannot fail */
     r->progress_timer.data = r;

@@ -8,7 +8,8 @@
  * A job's state only moves forward:
  *
  *   (parsed) -> WAITING -> RUNNING -> EXITED
- *                  |          \-> SPAWN_FAILED   (granted, child did not start)
+ *                  |          |-> SPAWN_FAILED   (granted, child did not start)
+ *                  |          \-> UNKILLABLE     (its group outlived SIGKILL)
  *                  |-> NEVER_FITS                 (refused: exceeds a capacity)
  *                  \-> NOT_STARTED                (interrupted while waiting)
  *   PARSE_ERROR                                   (never submitted)
@@ -29,6 +30,13 @@
 /* Grace between SIGTERM and SIGKILL, for a timeout or an interrupt. */
 #define RUNNER_KILL_GRACE_MS 2000
 
+/* How long a process group may outlive SIGKILL before the runner stops
+ * waiting for it (see run.c, "Process groups"). */
+#define RUNNER_GONE_WAIT_MS 5000
+
+/* How often the groups of jobs whose shell has exited are looked at. */
+#define RUNNER_GROUP_POLL_MS 20
+
 /* How often the progress line is redrawn. */
 #define RUNNER_PROGRESS_MS 250
 
@@ -39,7 +47,8 @@ enum job_state {
   JOB_EXITED,
   JOB_SPAWN_FAILED,
   JOB_NEVER_FITS,
-  JOB_NOT_STARTED
+  JOB_NOT_STARTED,
+  JOB_UNKILLABLE
 };
 
 /* How far the runner has gone in stopping a running child. */
@@ -58,8 +67,11 @@ struct job {
   cq_req req;     /* built once from `spec` */
   cq_uv_req ureq; /* the acquire, then the grant (ureq.grant) */
   uv_process_t process;
-  uv_timer_t kill_timer; /* the timeout, then the SIGKILL grace */
+  uv_timer_t kill_timer; /* the timeout, the SIGKILL grace, the last wait */
   enum kill_stage kill_stage;
+  int pgid;           /* the child's process group: its pid (it leads it) */
+  bool shell_exited;  /* the child has exited; its group may live on */
+  bool left_behind;   /* it exited leaving processes in its group */
   bool timed_out;
   int64_t exit_code; /* valid when EXITED and term_signal == 0 */
   int term_signal;
@@ -75,6 +87,8 @@ struct runner {
   bool adapter_closing; /* cq_uv_close() called: see release_job() */
   uv_signal_t sigint, sigterm;
   uv_timer_t progress_timer;
+  uv_timer_t group_timer; /* polls the groups of jobs whose shell exited */
+  size_t lingering;       /* running jobs whose shell has exited */
   bool progress;       /* a live progress line on stderr */
   bool progress_shown; /* a progress line is on screen */
   int64_t timeout_ms;  /* per job; 0: none */

@@ -366,6 +366,42 @@ usage_and_spec_errors_exit_2() {
     fail "empty job list: status $rc"
 }
 
+# A job that times out leaves a process that ignores SIGTERM in its group
+# (as data-loader workers do): its shell dies of the SIGTERM, the straggler
+# does not. The next job on the same one-unit budget must not start while
+# the straggler runs: it records whether it saw it alive.
+units_come_back_only_when_the_whole_process_group_is_gone() {
+  cat >"$dir/jobs" <<EOF
+slot=1 -- (trap '' TERM; exec sleep 60) & echo \$! >'$dir/pid.straggler'; echo 'start slot 1' >>'$log'; sleep 60
+slot=1 -- if kill -0 \$(cat '$dir/pid.straggler') 2>/dev/null; then echo alive; else echo gone; fi >'$dir/seen'
+EOF
+  run --resources slot=1 --timeout 1 "$dir/jobs"
+  kill -KILL "$(cat "$dir/pid.straggler" 2>/dev/null)" 2>/dev/null
+  [ "$rc" -eq 1 ] || fail "exit status $rc, expected 1"
+  expect_status 1 "timed out"
+  expect_status 2 "exit 0"
+  [ "$(cat "$dir/seen")" = gone ] ||
+    fail "the next job started while the timed-out job's straggler ran"
+  expect_no_process_left
+}
+
+# A command that exits and leaves a process behind in its group (here one
+# that ignores SIGTERM) has not given its units back yet: the runner stops
+# what it left, and only then starts the next job on the same unit.
+leftover_processes_are_stopped_before_the_units_come_back() {
+  cat >"$dir/jobs" <<EOF
+slot=1 -- (trap '' TERM; exec sleep 60) & echo \$! >'$dir/pid.leftover'
+slot=1 -- if kill -0 \$(cat '$dir/pid.leftover') 2>/dev/null; then echo alive; else echo gone; fi >'$dir/seen'
+EOF
+  run --resources slot=1 "$dir/jobs"
+  kill -KILL "$(cat "$dir/pid.leftover" 2>/dev/null)" 2>/dev/null
+  [ "$rc" -eq 0 ] || fail "exit status $rc, expected 0"
+  [ "$(cat "$dir/seen")" = gone ] ||
+    fail "the next job started while the first job's leftover ran"
+  grep -q "line 1: .*left" "$dir/err" || fail "the leftover was not reported"
+  expect_no_process_left
+}
+
 case $check in
 peak_concurrency_reaches_but_never_exceeds_each_capacity | \
   cpu_job_is_not_held_behind_a_waiting_gpu_job | \
@@ -374,7 +410,9 @@ peak_concurrency_reaches_but_never_exceeds_each_capacity | \
   bad_lines_are_reported_and_the_rest_run | \
   sigint_stops_children_and_prints_the_summary | \
   json_summary_parses_and_counts_the_jobs | \
-  usage_and_spec_errors_exit_2)
+  usage_and_spec_errors_exit_2 | \
+  units_come_back_only_when_the_whole_process_group_is_gone | \
+  leftover_processes_are_stopped_before_the_units_come_back)
   "$check"
   echo "ok: $check"
   ;;
