@@ -13,6 +13,7 @@
 #include "runner.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -192,6 +193,16 @@ static int prepare(struct runner *r, const struct options *o) {
 }
 
 int main(int argc, char **argv) {
+  /* A reader of our output that went away (`| head`, a closed ssh session)
+   * must not kill the runner while its jobs run in groups of their own:
+   * writes then fail with EPIPE, which the runner ignores. The children
+   * get the default back (libuv resets every disposition in the child), so
+   * a job in a pipeline still stops on SIGPIPE as it would in a shell. */
+  struct sigaction ignore;
+  memset(&ignore, 0, sizeof(ignore));
+  ignore.sa_handler = SIG_IGN;
+  (void)sigaction(SIGPIPE, &ignore, NULL);
+
   struct options o = {0};
   int status = parse_options(argc, argv, &o);
   if (status >= 0)

@@ -21,7 +21,7 @@
  * none lingers after a timeout or an interrupt (see "Children and their
  * process groups" below).
  *
- * An interrupt (SIGINT, SIGTERM) closes the adapter: waiting acquires fail
+ * An interrupt (SIGINT, SIGTERM, SIGHUP) closes the adapter: waiting acquires fail
  * with CQ_ECLOSED and those jobs are "not started". The run is over when
  * nothing waits or runs; then the runner closes every handle it owns, so
  * uv_run() returns and uv_loop_close() succeeds.
@@ -480,8 +480,8 @@ static void finish_if_done(struct runner *r) {
     return;
   r->done = true;
   close_adapter(r);
-  uv_close((uv_handle_t *)&r->sigint, NULL);
-  uv_close((uv_handle_t *)&r->sigterm, NULL);
+  for (size_t i = 0; i < RUNNER_STOP_SIGNALS; i++)
+    uv_close((uv_handle_t *)&r->signals[i], NULL);
   uv_close((uv_handle_t *)&r->group_timer, NULL);
   if (r->progress) {
     uv_close((uv_handle_t *)&r->progress_timer, NULL);
@@ -511,24 +511,24 @@ int runner_run(struct runner *r) {
     return -1;
   }
   /* The handlers are in place before the first child starts: a child
-   * leads its own process group, so an interrupt that killed the runner
-   * would leave it running. */
-  if ((rc = uv_signal_init(&r->loop, &r->sigint)) != 0) {
-    setup_failed(r, "uv_signal_init", rc);
-    return -1;
-  }
-  if ((rc = uv_signal_init(&r->loop, &r->sigterm)) != 0) {
-    uv_close((uv_handle_t *)&r->sigint, NULL);
-    setup_failed(r, "uv_signal_init", rc);
-    return -1;
-  }
-  r->sigint.data = r->sigterm.data = r;
-  if ((rc = uv_signal_start(&r->sigint, on_signal, SIGINT)) != 0 ||
-      (rc = uv_signal_start(&r->sigterm, on_signal, SIGTERM)) != 0) {
-    uv_close((uv_handle_t *)&r->sigint, NULL);
-    uv_close((uv_handle_t *)&r->sigterm, NULL);
-    setup_failed(r, "uv_signal_start", rc);
-    return -1;
+   * leads its own process group, so a signal that killed the runner would
+   * leave it running. SIGHUP (the terminal or the ssh session is gone)
+   * stops the run as SIGINT does. */
+  static const int stop_signals[RUNNER_STOP_SIGNALS] = {SIGINT, SIGTERM,
+                                                        SIGHUP};
+  for (size_t i = 0; i < RUNNER_STOP_SIGNALS; i++) {
+    if ((rc = uv_signal_init(&r->loop, &r->signals[i])) == 0) {
+      r->signals[i].data = r;
+      rc = uv_signal_start(&r->signals[i], on_signal, stop_signals[i]);
+      if (rc != 0)
+        i++; /* initialised: closed below */
+    }
+    if (rc != 0) {
+      while (i-- > 0)
+        uv_close((uv_handle_t *)&r->signals[i], NULL);
+      setup_failed(r, "uv_signal_start", rc);
+      return -1;
+    }
   }
 #if defined(PR_SET_CHILD_SUBREAPER)
   /* The jobs' orphans come to the runner, which reaps them: see "Children

@@ -37,6 +37,9 @@
 /* How often the groups of jobs whose shell has exited are looked at. */
 #define RUNNER_GROUP_POLL_MS 20
 
+/* The signals that stop the run. */
+#define RUNNER_STOP_SIGNALS 3
+
 /* How often the progress line is redrawn. */
 #define RUNNER_PROGRESS_MS 250
 
@@ -85,7 +88,7 @@ struct runner {
   cq_pool *pool;
   cq_uv *adapter;
   bool adapter_closing; /* cq_uv_close() called: see release_job() */
-  uv_signal_t sigint, sigterm;
+  uv_signal_t signals[RUNNER_STOP_SIGNALS]; /* SIGINT, SIGTERM, SIGHUP */
   uv_timer_t progress_timer;
   uv_timer_t group_timer; /* polls the groups of jobs whose shell exited */
   size_t lingering;       /* running jobs whose shell has exited */

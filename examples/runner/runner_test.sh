@@ -25,6 +25,12 @@ log=$dir/log
 
 fail() {
   echo "FAIL ($check): $*"
+  # Stop what the jobs left, by pid and by group (a job's shell leads one).
+  for f in "$dir"/pid.*; do
+    [ -s "$f" ] || continue
+    kill -KILL -- "-$(cat "$f")" 2>/dev/null
+    kill -KILL "$(cat "$f")" 2>/dev/null
+  done
   for f in out err log; do
     if [ -s "$dir/$f" ]; then
       echo "--- $f"
@@ -402,6 +408,56 @@ EOF
   expect_no_process_left
 }
 
+# The reader of the runner's output goes away (a closed ssh session, `| head`)
+# while a job runs: the runner's next message must not kill it. It goes on,
+# enforces --timeout, runs the next job and exits with the jobs' status.
+# The runner ignores SIGPIPE; its jobs must not (the second one records the
+# signals it ignores, where /proc says).
+dead_output_stream_does_not_kill_the_runner() {
+  cat >"$dir/jobs" <<EOF
+slot=1 -- echo \$\$ >'$dir/pid.job'; echo 'start slot 1' >>'$log'; sleep 30
+slot=1 -- touch '$dir/ran.2'; sed -n 's/^SigIgn:[[:space:]]*//p' /proc/self/status >'$dir/sigign' 2>/dev/null
+EOF
+  mkfifo "$dir/fifo" || fail "mkfifo"
+  "$bin" --resources slot=1 --timeout 1 --no-progress "$dir/jobs" \
+    >"$dir/fifo" 2>&1 &
+  runner=$!
+  exec 3<"$dir/fifo"
+  sh "$dir/await" "$log" '^start slot 1' ||
+    { kill -KILL "$runner"; fail "the job did not start"; }
+  exec 3<&-
+  wait "$runner"
+  rc=$?
+  [ "$rc" -eq 1 ] || fail "exit status $rc, expected 1"
+  [ -e "$dir/ran.2" ] || fail "the job after the timeout did not run"
+  if [ -s "$dir/sigign" ]; then
+    [ $(((0x$(cat "$dir/sigign") >> 12) & 1)) -eq 0 ] ||
+      fail "the job inherited an ignored SIGPIPE: $(cat "$dir/sigign")"
+  fi
+  expect_no_process_left
+}
+
+# SIGHUP (the terminal or ssh session went away) stops the jobs as SIGINT
+# does: the running ones are stopped, the summary is printed, status 129.
+sighup_stops_the_jobs_like_sigint() {
+  cat >"$dir/jobs" <<EOF
+slot=1 -- echo \$\$ >'$dir/pid.sh'; sleep 300 & echo \$! >'$dir/pid.sleep'; echo 'start slot 1' >>'$log'; wait
+slot=1 -- touch '$dir/ran.2'
+EOF
+  "$bin" --resources slot=1 "$dir/jobs" >"$dir/out" 2>"$dir/err" &
+  runner=$!
+  sh "$dir/await" "$log" '^start slot 1' ||
+    { kill -KILL "$runner"; fail "the job did not start"; }
+  kill -HUP "$runner"
+  wait "$runner"
+  rc=$?
+  [ "$rc" -eq 129 ] || fail "exit status $rc, expected 129"
+  grep -q "^2 job(s): 0 ok, 2 failed (interrupted by signal 1)" "$dir/out" ||
+    fail "no summary"
+  [ ! -e "$dir/ran.2" ] || fail "a waiting job ran"
+  expect_no_process_left
+}
+
 case $check in
 peak_concurrency_reaches_but_never_exceeds_each_capacity | \
   cpu_job_is_not_held_behind_a_waiting_gpu_job | \
@@ -412,7 +468,9 @@ peak_concurrency_reaches_but_never_exceeds_each_capacity | \
   json_summary_parses_and_counts_the_jobs | \
   usage_and_spec_errors_exit_2 | \
   units_come_back_only_when_the_whole_process_group_is_gone | \
-  leftover_processes_are_stopped_before_the_units_come_back)
+  leftover_processes_are_stopped_before_the_units_come_back | \
+  dead_output_stream_does_not_kill_the_runner | \
+  sighup_stops_the_jobs_like_sigint)
   "$check"
   echo "ok: $check"
   ;;
