@@ -21,8 +21,8 @@
 extern char **environ;
 
 static const char usage_text[] =
-    "usage: cronoq-run --resources SPEC [--timeout SECONDS] [--json]\n"
-    "                  [--no-progress] [JOBFILE]\n"
+    "usage: cronoq-run --resources SPEC [--timeout SECONDS] [--gpu-pool NAME]\n"
+    "                  [--json] [--no-progress] [JOBFILE]\n"
     "\n"
     "Run the jobs of JOBFILE (standard input when absent or \"-\"), each as\n"
     "soon as the resources it asks for are free.\n"
@@ -32,6 +32,9 @@ static const char usage_text[] =
     "                      needed; NAME:class=N: at most N jobs of a class)\n"
     "  --timeout SECONDS   stop a job running longer (SIGTERM, then SIGKILL\n"
     "                      2 s later); decimals allowed\n"
+    "  --gpu-pool NAME     the device pool whose ids CUDA_VISIBLE_DEVICES\n"
+    "                      lists (default: gpu); other pools never appear\n"
+    "                      in it\n"
     "  --json              print the summary as one JSON document\n"
     "  --no-progress       no live progress line on stderr\n"
     "  -h, --help          this text\n"
@@ -47,6 +50,7 @@ static const char usage_text[] =
 
 struct options {
   const char *resources;
+  const char *gpu_pool; /* NULL: "gpu", if there is one */
   const char *jobfile; /* NULL or "-": standard input */
   int64_t timeout_ms;
   bool json;
@@ -116,6 +120,9 @@ static int parse_options(int argc, char **argv, struct options *o) {
     } else if ((value = option_value(argc, argv, &i, "--resources",
                                      &missing)) != NULL) {
       o->resources = value;
+    } else if ((value = option_value(argc, argv, &i, "--gpu-pool",
+                                     &missing)) != NULL) {
+      o->gpu_pool = value;
     } else if ((value = option_value(argc, argv, &i, "--timeout", &missing)) !=
                NULL) {
       if (parse_timeout(value, &o->timeout_ms) != 0)
@@ -167,6 +174,20 @@ static int prepare(struct runner *r, const struct options *o) {
   rc = cq_pool_add_spec(r->pool, o->resources, NULL, err, sizeof(err));
   if (rc != 0) {
     fprintf(stderr, "cronoq-run: %s\n", err[0] != '\0' ? err : cq_strerror(rc));
+    return 2;
+  }
+  /* The GPU pool: the one named, which must be a device pool, or "gpu"
+   * when there is one. */
+  cq_resource_stats st;
+  const char *gpu = o->gpu_pool != NULL ? o->gpu_pool : "gpu";
+  rc = cq_resource_stats_get(r->pool, gpu, &st);
+  if (rc == 0 && st.kind == CQ_KIND_DEVICES) {
+    r->gpu_pool = gpu;
+  } else if (o->gpu_pool != NULL) {
+    fprintf(stderr,
+            "cronoq-run: --gpu-pool %s: --resources has no device pool of "
+            "that name\n",
+            o->gpu_pool);
     return 2;
   }
   /* Room for every resource: they are only added here. (+ 1: calloc(0)

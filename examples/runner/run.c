@@ -80,14 +80,15 @@ static void job_not_run(struct job *job, enum job_state state,
 /* The grant, as the child's environment                                     */
 /* ------------------------------------------------------------------------ */
 
-/* "CUDA_VISIBLE_DEVICES=<ids>": the devices of the first device pool the
- * job holds, or the empty value, so that a job without a device sees no
- * GPU rather than all of them. */
+/* "CUDA_VISIBLE_DEVICES=<ids>": the devices the job holds on the GPU pool
+ * alone (another device pool's ids are not GPUs), or the empty value, so
+ * that a job without a GPU sees none rather than all of them. */
 static char *visible_entry(const struct job *job) {
+  const char *gpu_pool = job->runner->gpu_pool;
   const cq_grant *grant = &job->ureq.grant;
   struct strbuf sb = {0};
   sb_puts(&sb, "CUDA_VISIBLE_DEVICES=");
-  size_t n = cq_grant_devices(grant, NULL, NULL, 0);
+  size_t n = gpu_pool != NULL ? cq_grant_devices(grant, gpu_pool, NULL, 0) : 0;
   if (n > 0) {
     size_t len = n * (CQ_DEVICE_ID_MAX + 1) + 1; /* ids and commas */
     char *ids = malloc(len);
@@ -95,7 +96,7 @@ static char *visible_entry(const struct job *job) {
       free(sb_take(&sb));
       return NULL;
     }
-    if (cq_grant_cuda_visible(grant, NULL, ids, len) == 0)
+    if (cq_grant_cuda_visible(grant, gpu_pool, ids, len) == 0)
       sb_puts(&sb, ids);
     free(ids);
   }

@@ -95,6 +95,8 @@ struct runner {
   bool progress;       /* a live progress line on stderr */
   bool progress_shown; /* a progress line is on screen */
   int64_t timeout_ms;  /* per job; 0: none */
+  const char *gpu_pool; /* the device pool behind CUDA_VISIBLE_DEVICES, or
+                           NULL when there is none */
   struct job *jobs;
   size_t n_jobs;
   char **env;      /* children's environment: ours, then two slots */

@@ -458,6 +458,43 @@ EOF
   expect_no_process_left
 }
 
+# CUDA_VISIBLE_DEVICES comes from the GPU pool alone (`gpu`, or the pool
+# --gpu-pool names), never from another device pool: GPUs 5 and 7 (from
+# detection) and four TPUs 0-3.
+cuda_visible_devices_comes_from_the_gpu_pool_only() {
+  cat >"$dir/devjob" <<'EOF'
+echo "$1 cvd=${CUDA_VISIBLE_DEVICES-unset}" >>"$2"
+EOF
+  cat >"$dir/jobs" <<EOF
+tpu=2 -- sh '$dir/devjob' tpus '$dir/env'
+tpu=1,gpu=1 -- sh '$dir/devjob' both '$dir/env'
+gpu=0.5 -- sh '$dir/devjob' half '$dir/env'
+EOF
+  CUDA_VISIBLE_DEVICES=5,7 run --resources gpu=auto,tpu:devices=4 "$dir/jobs"
+  [ "$rc" -eq 0 ] || fail "exit status $rc, expected 0"
+  grep -qx "tpus cvd=" "$dir/env" ||
+    fail "a job holding only TPUs: $(grep '^tpus ' "$dir/env")"
+  grep -qx "both cvd=[57]" "$dir/env" ||
+    fail "a job holding a TPU and a GPU: $(grep '^both ' "$dir/env")"
+  grep -qx "half cvd=[57]" "$dir/env" ||
+    fail "a job holding half a GPU: $(grep '^half ' "$dir/env")"
+  # Named as the GPU pool, the TPUs are what CUDA_VISIBLE_DEVICES lists.
+  : >"$dir/env"
+  CUDA_VISIBLE_DEVICES=5,7 run --resources gpu=auto,tpu:devices=4 \
+    --gpu-pool tpu "$dir/jobs"
+  [ "$rc" -eq 0 ] || fail "--gpu-pool tpu: exit status $rc, expected 0"
+  grep -qx "tpus cvd=[0-3],[0-3]" "$dir/env" ||
+    fail "--gpu-pool tpu, TPU job: $(grep '^tpus ' "$dir/env")"
+  grep -qx "half cvd=" "$dir/env" ||
+    fail "--gpu-pool tpu, GPU job: $(grep '^half ' "$dir/env")"
+  # A GPU pool that is not a device pool of --resources is a usage error.
+  for pool in nosuch mem; do
+    run --resources gpu=2,mem=10 --gpu-pool "$pool" "$dir/jobs"
+    [ "$rc" -eq 2 ] && grep -q -- "--gpu-pool" "$dir/err" ||
+      fail "--gpu-pool $pool: status $rc"
+  done
+}
+
 case $check in
 peak_concurrency_reaches_but_never_exceeds_each_capacity | \
   cpu_job_is_not_held_behind_a_waiting_gpu_job | \
@@ -470,7 +507,8 @@ peak_concurrency_reaches_but_never_exceeds_each_capacity | \
   units_come_back_only_when_the_whole_process_group_is_gone | \
   leftover_processes_are_stopped_before_the_units_come_back | \
   dead_output_stream_does_not_kill_the_runner | \
-  sighup_stops_the_jobs_like_sigint)
+  sighup_stops_the_jobs_like_sigint | \
+  cuda_visible_devices_comes_from_the_gpu_pool_only)
   "$check"
   echo "ok: $check"
   ;;
