@@ -3,7 +3,8 @@
  * and at the end either the summary table or one JSON document (stdout).
  *
  * Job commands are arbitrary bytes. The table cuts long ones at a UTF-8
- * character boundary; the JSON output escapes control characters and
+ * character boundary, but never the devices column: GPU UUIDs differ only
+ * near their end, and a cut list hides how many devices a job had; the JSON output escapes control characters and
  * replaces bytes that are not valid UTF-8 with U+FFFD, so the document
  * always parses.
  */
@@ -17,8 +18,6 @@
 
 /* Widest command shown in the table, in bytes. */
 #define TABLE_COMMAND_MAX 60
-/* Widest devices column; longer lists are cut. */
-#define TABLE_DEVICES_MAX 24
 
 bool job_failed(const struct job *job) {
   if (job->state != JOB_EXITED)
@@ -212,7 +211,7 @@ void report_table(const struct runner *r, FILE *out) {
     line_w = n > line_w ? n : line_w;
     n = (int)strlen(status_text(job, buf, sizeof(buf)));
     status_w = n > status_w ? n : status_w;
-    n = (int)cut_at(devices_of(job), TABLE_DEVICES_MAX);
+    n = (int)strlen(devices_of(job)); /* never cut: UUIDs differ late */
     devices_w = n > devices_w ? n : devices_w;
   }
   fprintf(out, "%*s  %-*s  %8s  %8s  %-*s  %s\n", line_w, "line", status_w,
@@ -227,10 +226,9 @@ void report_table(const struct runner *r, FILE *out) {
     if (*devices == '\0')
       devices = "-";
     const char *command = command_of(job);
-    size_t dn = cut_at(devices, TABLE_DEVICES_MAX);
     size_t cn = cut_at(command, TABLE_COMMAND_MAX);
-    fprintf(out, "  %-*.*s  %.*s%s\n", devices_w, (int)dn, devices, (int)cn,
-            command, command[cn] != '\0' ? "..." : "");
+    fprintf(out, "  %-*s  %.*s%s\n", devices_w, devices, (int)cn, command,
+            command[cn] != '\0' ? "..." : "");
   }
   fprintf(out, "%zu job(s): %zu ok, %zu failed", r->n_jobs,
           r->n_jobs - r->failed, r->failed);

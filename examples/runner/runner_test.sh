@@ -495,6 +495,21 @@ EOF
   done
 }
 
+# GPUs named by UUID (as detection names them): the summary shows every
+# device of a job in full, so a 1-GPU and a 2-GPU job do not look alike.
+summary_shows_every_device_of_a_job_in_full() {
+  a=GPU-0a1b2c3d-1111-2222-3333-444455556666
+  b=GPU-0a1b2c3d-1111-2222-3333-444455557777
+  printf '%s\n' 'gpu=1 -- true' 'gpu=2 -- true' >"$dir/jobs"
+  CUDA_VISIBLE_DEVICES=$a,$b run --resources gpu=auto "$dir/jobs"
+  [ "$rc" -eq 0 ] || fail "exit status $rc, expected 0"
+  one=$(awk '$1 == 1 && $2 == "exit" { print $6 }' "$dir/out")
+  [ "$one" = "$a" ] || [ "$one" = "$b" ] || fail "line 1 shows '$one'"
+  two=$(awk '$1 == 2 && $2 == "exit" { print $6 }' "$dir/out")
+  [ "$two" = "$a,$b" ] || fail "line 2 shows '$two', expected '$a,$b'"
+}
+
+
 case $check in
 peak_concurrency_reaches_but_never_exceeds_each_capacity | \
   cpu_job_is_not_held_behind_a_waiting_gpu_job | \
@@ -508,7 +523,8 @@ peak_concurrency_reaches_but_never_exceeds_each_capacity | \
   leftover_processes_are_stopped_before_the_units_come_back | \
   dead_output_stream_does_not_kill_the_runner | \
   sighup_stops_the_jobs_like_sigint | \
-  cuda_visible_devices_comes_from_the_gpu_pool_only)
+  cuda_visible_devices_comes_from_the_gpu_pool_only | \
+  summary_shows_every_device_of_a_job_in_full)
   "$check"
   echo "ok: $check"
   ;;
