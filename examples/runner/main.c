@@ -21,7 +21,7 @@
 extern char **environ;
 
 static const char usage_text[] =
-    "usage: cronoq-run --resources SPEC [--timeout SECONDS] [--gpu-pool NAME]\n"
+    "usage: cronoq-run --resources SPEC [--timeout DURATION] [--gpu-pool NAME]\n"
     "                  [--json] [--no-progress] [JOBFILE]\n"
     "\n"
     "Run the jobs of JOBFILE (standard input when absent or \"-\"), each as\n"
@@ -30,8 +30,9 @@ static const char usage_text[] =
     "  --resources SPEC    what there is, e.g. gpu=auto,warehouse-db=10,\n"
     "                      memory_mib=24576 (gpu=4: four devices, no GPU\n"
     "                      needed; NAME:class=N: at most N jobs of a class)\n"
-    "  --timeout SECONDS   stop a job running longer (SIGTERM, then SIGKILL\n"
-    "                      2 s later); decimals allowed\n"
+    "  --timeout DURATION  stop a job running longer (SIGTERM, then SIGKILL\n"
+    "                      2 s later): seconds (90, 1.5) or with a unit\n"
+    "                      (90s, 15m, 2h, 1d)\n"
     "  --gpu-pool NAME     the device pool whose ids CUDA_VISIBLE_DEVICES\n"
     "                      lists (default: gpu); other pools never appear\n"
     "                      in it\n"
@@ -64,17 +65,60 @@ static int usage_error(const char *fmt, const char *arg) {
   return 2;
 }
 
-/* Seconds, decimals allowed, to whole milliseconds rounded up, so that a
- * tiny timeout is not 0 (which would mean none). */
-static int parse_timeout(const char *text, int64_t *ms) {
-  char *end;
-  errno = 0;
-  double s = strtod(text, &end);
-  if (end == text || *end != '\0' || errno != 0 || !(s > 0) || s > 1e9)
+/* Longest duration accepted: about 31 years, far inside what an int64_t
+ * of milliseconds and a uv timer hold. */
+#define DURATION_MAX_S 1000000000
+
+/*
+ * A duration, strictly: decimal digits, an optional fraction ".digits", an
+ * optional unit (s, m, h, d; seconds without one). Nothing else: strtod()
+ * would also take hexadecimal ("0x10" as 16), exponents, "inf", "nan",
+ * signs and leading blanks. Rounded up to whole milliseconds, so that a
+ * tiny duration is not 0. Returns 0, or -1 for text that is not one, zero
+ * or too long.
+ */
+int parse_duration(const char *text, int64_t *ms) {
+  const char *p = text;
+  int64_t whole = 0;
+  if (*p < '0' || *p > '9')
     return -1;
-  double scaled = s * 1000.0;
-  int64_t v = (int64_t)scaled;
-  *ms = v < scaled ? v + 1 : v;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    whole = whole * 10 + (*p - '0');
+    if (whole > DURATION_MAX_S)
+      return -1;
+  }
+  /* Thousandths of the unit, rounded up from the fraction's digits. */
+  int64_t milli = 0;
+  if (*p == '.') {
+    p++;
+    if (*p < '0' || *p > '9')
+      return -1;
+    int64_t scale = 100;
+    bool rest = false;
+    for (; *p >= '0' && *p <= '9'; p++) {
+      if (scale > 0)
+        milli += (*p - '0') * scale;
+      else
+        rest = rest || *p != '0';
+      scale /= 10;
+    }
+    milli += rest;
+  }
+  int64_t unit_s = 1;
+  if (*p != '\0') {
+    const char *units = "smhd";
+    static const int64_t seconds[] = {1, 60, 3600, 86400};
+    const char *u = strchr(units, *p);
+    if (u == NULL || p[1] != '\0')
+      return -1;
+    unit_s = seconds[u - units];
+  }
+  if (whole * unit_s > DURATION_MAX_S)
+    return -1;
+  int64_t v = whole * unit_s * 1000 + milli * unit_s;
+  if (v == 0)
+    return -1;
+  *ms = v;
   return 0;
 }
 
@@ -125,8 +169,9 @@ static int parse_options(int argc, char **argv, struct options *o) {
       o->gpu_pool = value;
     } else if ((value = option_value(argc, argv, &i, "--timeout", &missing)) !=
                NULL) {
-      if (parse_timeout(value, &o->timeout_ms) != 0)
-        return usage_error("--timeout wants a number of seconds above 0, "
+      if (parse_duration(value, &o->timeout_ms) != 0)
+        return usage_error("--timeout wants a duration above 0: seconds "
+                           "(90, 1.5) or with a unit (90s, 15m, 2h, 1d), "
                            "not '%s'",
                            value);
     } else if (missing) {

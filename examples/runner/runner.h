@@ -136,6 +136,10 @@ int jobs_read(FILE *in, const char *name, cq_pool *pool, struct job **jobs,
               size_t *n_jobs);
 void jobs_free(struct job *jobs, size_t n_jobs);
 
+/* main.c: a duration as the options write it ("90", "1.5", "15m"), in
+ * milliseconds rounded up. Returns 0, or -1 when it is not one. */
+int parse_duration(const char *text, int64_t *ms);
+
 /* run.c: submit every job and run the loop until all are accounted for.
  * Returns 0; -1 when the run could not start (nothing ran, the reason is
  * printed); 1 when the loop did not close cleanly (a bug, printed). */

@@ -353,7 +353,7 @@ usage_and_spec_errors_exit_2() {
     fail "bad resource spec: not the library's message"
   run --resources db=1 --bogus "$dir/jobs"
   [ "$rc" -eq 2 ] || fail "unknown option: status $rc"
-  for t in 0 -1 abc 1s; do
+  for t in 0 -1 abc; do
     run --resources db=1 --timeout "$t" "$dir/jobs"
     [ "$rc" -eq 2 ] || fail "--timeout $t: status $rc"
   done
@@ -509,6 +509,25 @@ summary_shows_every_device_of_a_job_in_full() {
   [ "$two" = "$a,$b" ] || fail "line 2 shows '$two', expected '$a,$b'"
 }
 
+# --timeout takes decimal seconds, with a fraction and a unit (s, m, h) at
+# most: hexadecimal, exponents, infinities, blanks and signs are refused
+# with a message and status 2 before anything runs.
+timeout_is_read_strictly_as_a_decimal_duration() {
+  echo "-- touch '$dir/ran'" >"$dir/jobs"
+  for t in 0x10 1e3 inf nan ' 5' '5 ' +5 .5 5. 1.2.3 5x 5sec 0 0.0000 \
+    99999999999; do
+    run --resources db=1 --timeout "$t" "$dir/jobs"
+    [ "$rc" -eq 2 ] || fail "--timeout '$t': status $rc, expected 2"
+    grep -q -- "--timeout" "$dir/err" || fail "--timeout '$t': no message"
+    [ ! -e "$dir/ran" ] || fail "--timeout '$t': a job ran"
+  done
+  # Accepted (a job that a 1 ms timeout stops fails, with status 1).
+  for t in 5 0.5 0.0001 1.25s 2m 1h 1d; do
+    run --resources db=1 --timeout "$t" "$dir/jobs"
+    [ "$rc" -ne 2 ] && ! grep -q -- "--timeout" "$dir/err" ||
+      fail "--timeout '$t': status $rc, refused"
+  done
+}
 
 case $check in
 peak_concurrency_reaches_but_never_exceeds_each_capacity | \
@@ -524,7 +543,8 @@ peak_concurrency_reaches_but_never_exceeds_each_capacity | \
   dead_output_stream_does_not_kill_the_runner | \
   sighup_stops_the_jobs_like_sigint | \
   cuda_visible_devices_comes_from_the_gpu_pool_only | \
-  summary_shows_every_device_of_a_job_in_full)
+  summary_shows_every_device_of_a_job_in_full | \
+  timeout_is_read_strictly_as_a_decimal_duration)
   "$check"
   echo "ok: $check"
   ;;
