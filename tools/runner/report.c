@@ -92,35 +92,6 @@ void progress_clear(struct runner *r) {
 /* Summary table                                                             */
 /* ------------------------------------------------------------------------ */
 
-/* What the job's line shows, for the table: "exit 0", "signal 9", ... */
-static const char *status_text(const struct job *job, char *buf, size_t len) {
-  switch (job->state) {
-  case JOB_EXITED:
-    if (job->timed_out)
-      return "timed out";
-    if (job->term_signal != 0)
-      snprintf(buf, len, "signal %d", job->term_signal);
-    else
-      snprintf(buf, len, "exit %lld", (long long)job->exit_code);
-    return buf;
-  case JOB_PARSE_ERROR:
-    return "parse error";
-  case JOB_NEVER_FITS:
-    return "never fits";
-  case JOB_NOT_STARTED:
-    return "not started";
-  case JOB_SPAWN_FAILED:
-    return "spawn failed";
-  case JOB_UNKILLABLE:
-    return "unkillable";
-  case JOB_WAITING:
-    return "waiting";
-  case JOB_RUNNING:
-    return "running";
-  }
-  return "?";
-}
-
 /* For JSON: one word per outcome. */
 static const char *status_word(const struct job *job) {
   switch (job->state) {
@@ -146,6 +117,23 @@ static const char *status_word(const struct job *job) {
     return "running";
   }
   return "unknown";
+}
+
+/* What the job's line shows, for the table: "exit 0", "signal 9", and for
+ * other outcomes their word, with blanks ("timed out", "never fits"). */
+static const char *status_text(const struct job *job, char *buf, size_t len) {
+  if (job->state == JOB_EXITED && !job->timed_out) {
+    if (job->term_signal != 0)
+      snprintf(buf, len, "signal %d", job->term_signal);
+    else
+      snprintf(buf, len, "exit %lld", (long long)job->exit_code);
+    return buf;
+  }
+  snprintf(buf, len, "%s", status_word(job));
+  for (char *p = buf; *p != '\0'; p++)
+    if (*p == '_')
+      *p = ' ';
+  return buf;
 }
 
 /* Seconds the job waited for its grant, and ran; < 0 where it has none. */

@@ -18,6 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifndef CRONOQ_RUN_VERSION
+#define CRONOQ_RUN_VERSION "unknown" /* set by the build */
+#endif
+
 extern char **environ;
 
 static const char usage_text[] =
@@ -38,6 +42,7 @@ static const char usage_text[] =
     "                      in it\n"
     "  --json              print the summary as one JSON document\n"
     "  --no-progress       no live progress line on stderr\n"
+    "  --version           the runner's version and the library's\n"
     "  -h, --help          this text\n"
     "\n"
     "A job is one line: a request spec, \" -- \", a shell command:\n"
@@ -156,6 +161,10 @@ static int parse_options(int argc, char **argv, struct options *o) {
       only_files = true;
     } else if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
       fputs(usage_text, stdout);
+      return 0;
+    } else if (strcmp(arg, "--version") == 0) {
+      printf("cronoq-run %s (libcronoq %s)\n", CRONOQ_RUN_VERSION,
+             cq_version_string());
       return 0;
     } else if (strcmp(arg, "--json") == 0) {
       o->json = true;

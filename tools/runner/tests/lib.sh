@@ -1,0 +1,124 @@
+# Helpers of cronoq-run's tests, sourced by check.sh with $bin (the runner)
+# and $check (the test) set.
+#
+# The jobs observe the runner from inside: they append marks ("start KEY
+# NAME", "end KEY NAME") to a log. A job's start mark is written after it
+# was granted, its end mark before it exits and so before its release:
+# replaying the log therefore counts at most what was granted at once, and
+# any count above a capacity is an over-commitment. Where a peak must be
+# reached, the jobs wait for each other through the log (a barrier), never
+# for a length of time; every wait gives up after a minute, so a broken
+# runner fails the test instead of hanging it.
+#
+# CRONOQ_RUN_WRAPPER, when set, runs the runner under a wrapper (valgrind).
+log=$dir/log
+: >"$log"
+
+fail() {
+  echo "FAIL ($check): $*"
+  # Stop what the jobs left, by pid and by group (a job's shell leads one).
+  for f in "$dir"/pid.*; do
+    [ -s "$f" ] || continue
+    kill -KILL -- "-$(cat "$f")" 2>/dev/null
+    kill -KILL "$(cat "$f")" 2>/dev/null
+  done
+  for f in out err log; do
+    if [ -s "$dir/$f" ]; then
+      echo "--- $f"
+      cat "$dir/$f"
+    fi
+  done
+  exit 1
+}
+
+# probe LOG KEY NAME PATTERN COUNT: mark the start, wait until COUNT lines
+# of the log match PATTERN (the barrier), hold a moment, mark the end.
+cat >"$dir/probe" <<'EOF'
+log=$1 key=$2 name=$3 pattern=$4 count=$5
+echo "start $key $name" >>"$log"
+i=0
+while [ "$(grep -c "$pattern" "$log")" -lt "$count" ]; do
+  i=$((i + 1))
+  if [ "$i" -gt 1200 ]; then
+    echo "end $key $name" >>"$log"
+    exit 99
+  fi
+  sleep 0.05
+done
+sleep 0.2
+echo "end $key $name" >>"$log"
+EOF
+
+# await FILE PATTERN: wait until FILE has a line matching PATTERN.
+cat >"$dir/await" <<'EOF'
+i=0
+until grep -q "$2" "$1" 2>/dev/null; do
+  i=$((i + 1))
+  [ "$i" -gt 1200 ] && exit 98
+  sleep 0.05
+done
+EOF
+
+# The highest number of KEY jobs between their start and end marks.
+peak() {
+  awk -v key="$1" '
+    $1 == "start" && $2 == key { n++; if (n > max) max = n }
+    $1 == "end" && $2 == key { n-- }
+    END { print max + 0 }' "$log"
+}
+
+# The line of the log where a mark first appears (0 if it does not).
+mark_at() {
+  awk -v mark="$1" '$0 == mark { print NR; found = 1; exit }
+    END { if (!found) print 0 }' "$log"
+}
+
+# The status the summary table gives the job of line $1 ("exit 0",
+# "signal 9", "timed out", ...: always two words).
+status_of() {
+  awk -v line="$1" '$1 == line && $2 != "job(s):" { print $2 " " $3 }' \
+    "$dir/out"
+}
+
+expect_status() {
+  got=$(status_of "$1")
+  [ "$got" = "$2" ] || fail "line $1: status '$got', expected '$2'"
+}
+
+# Whether process $1 still runs. A zombie has exited and only waits to be
+# reaped (by init, for orphans), so it does not count.
+alive() {
+  kill -0 "$1" 2>/dev/null || return 1
+  if [ -r "/proc/$1/stat" ]; then
+    state=$(sed 's/^.*) //' "/proc/$1/stat" | cut -c1)
+    [ "$state" != Z ] || return 1
+  fi
+  return 0
+}
+
+# Every pid written to the files $dir/pid.* is gone (waits up to a minute).
+expect_no_process_left() {
+  for f in "$dir"/pid.*; do
+    [ -s "$f" ] || fail "$f is missing or empty"
+    pid=$(cat "$f")
+    i=0
+    while alive "$pid"; do
+      i=$((i + 1))
+      [ "$i" -gt 1200 ] && fail "process $pid ($f) is still running"
+      sleep 0.05
+    done
+  done
+}
+
+# Run the runner with its output in $dir/out and $dir/err; sets $rc.
+run() {
+  ${CRONOQ_RUN_WRAPPER:-} "$bin" "$@" >"$dir/out" 2>"$dir/err"
+  rc=$?
+}
+
+# Start the runner in the background, with the caller's redirections; sets
+# $runner to its pid (the subshell execs it, so signals reach the runner).
+start_runner() {
+  (exec ${CRONOQ_RUN_WRAPPER:-} "$bin" "$@") &
+  runner=$!
+}
