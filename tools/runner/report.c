@@ -1,29 +1,30 @@
 /*
- * What the runner shows: the live progress line (stderr, terminals only),
- * and at the end either the summary table or one JSON document (stdout).
+ * What the runner shows: the live progress line (stderr), the summary
+ * table (stderr) and the JSON document (its own file).
+ *
+ * The progress line is drawn with a carriage return and erased before
+ * anything else is written (see output.c), so job output and messages
+ * never glue onto it. It says how long the run has taken, when it should
+ * end (the mean time between job ends so far, times the jobs left), the
+ * jobs by state and the use of each resource.
  *
  * Job commands are arbitrary bytes. The table cuts long ones at a UTF-8
  * character boundary, but never the devices column: GPU UUIDs differ only
- * near their end, and a cut list hides how many devices a job had; the JSON output escapes control characters and
- * replaces bytes that are not valid UTF-8 with U+FFFD, so the document
- * always parses.
+ * near their end, and a cut list hides how many devices a job had. The
+ * JSON document escapes control characters and replaces bytes that are
+ * not valid UTF-8 with U+FFFD, so it always parses.
  */
 #include "runner.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/ioctl.h>
 #endif
 
 /* Widest command shown in the table, in bytes. */
 #define TABLE_COMMAND_MAX 60
-
-bool job_failed(const struct job *job) {
-  if (job->state != JOB_EXITED)
-    return true; /* it never ran, or did not finish */
-  return job->timed_out || job->term_signal != 0 || job->exit_code != 0;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Progress line                                                             */
@@ -59,10 +60,33 @@ static void put_resources(struct strbuf *sb, struct runner *r) {
   }
 }
 
+/* "1:05" or "2:03:07". */
+static void put_clock(struct strbuf *sb, uint64_t seconds) {
+  if (seconds >= 3600)
+    sb_printf(sb, "%llu:%02llu:%02llu", (unsigned long long)(seconds / 3600),
+              (unsigned long long)(seconds / 60 % 60),
+              (unsigned long long)(seconds % 60));
+  else
+    sb_printf(sb, "%llu:%02llu", (unsigned long long)(seconds / 60),
+              (unsigned long long)(seconds % 60));
+}
+
 void progress_draw(struct runner *r) {
   struct strbuf sb = {0};
-  sb_printf(&sb, "cronoq-run: %zu/%zu done, %zu running, %zu waiting",
-            r->finished, r->n_jobs, r->running, r->waiting);
+  uint64_t elapsed_ns = uv_hrtime() - r->start_ns;
+  sb_puts(&sb, "cronoq-run: ");
+  put_clock(&sb, elapsed_ns / 1000000000u);
+  sb_puts(&sb, " elapsed, ETA ");
+  size_t left = r->n_jobs - r->finished;
+  if (r->finished > 0 && left > 0)
+    put_clock(&sb, (uint64_t)((double)elapsed_ns / 1e9 / (double)r->finished *
+                              (double)left) +
+                       1);
+  else
+    sb_puts(&sb, left == 0 && !r->input_open ? "0:00" : "-");
+  sb_printf(&sb, " | %zu/%zu%s done, %zu running, %zu waiting", r->finished,
+            r->n_jobs, r->input_open ? "+" : "", r->running,
+            r->waiting + r->requeuing);
   if (r->failed > 0)
     sb_printf(&sb, ", %zu failed", r->failed);
   put_resources(&sb, r);
@@ -74,25 +98,29 @@ void progress_draw(struct runner *r) {
   size_t width = terminal_width();
   if (strlen(line) >= width)
     line[width - 1] = '\0';
-  fprintf(stderr, "\r%s\033[K", line);
-  fflush(stderr);
-  r->progress_shown = true;
+  struct strbuf out = {0};
+  sb_printf(&out, "\r%s\033[K", line);
+  char *text = sb_take(&out);
+  if (text != NULL && write(2, text, strlen(text)) > 0)
+    r->progress_shown = true;
+  free(text);
   free(line);
 }
 
 void progress_clear(struct runner *r) {
   if (!r->progress_shown)
     return;
-  fputs("\r\033[K", stderr);
-  fflush(stderr);
+  static const char erase[] = "\r\033[K";
   r->progress_shown = false;
+  if (write(2, erase, sizeof(erase) - 1) < 0)
+    return; /* the terminal is gone */
 }
 
 /* ------------------------------------------------------------------------ */
-/* Summary table                                                             */
+/* Outcomes                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* For JSON: one word per outcome. */
+/* One word per outcome, for JSON. */
 static const char *status_word(const struct job *job) {
   switch (job->state) {
   case JOB_EXITED:
@@ -111,6 +139,8 @@ static const char *status_word(const struct job *job) {
     return "spawn_failed";
   case JOB_UNKILLABLE:
     return "unkillable";
+  case JOB_SKIPPED:
+    return "skipped";
   case JOB_WAITING:
     return "waiting";
   case JOB_RUNNING:
@@ -136,7 +166,8 @@ static const char *status_text(const struct job *job, char *buf, size_t len) {
   return buf;
 }
 
-/* Seconds the job waited for its grant, and ran; < 0 where it has none. */
+/* Seconds the job waited for its last grant, and ran; < 0 where it has
+ * none. */
 static double wait_seconds(const struct job *job) {
   uint64_t until;
   switch (job->state) {
@@ -150,7 +181,7 @@ static double wait_seconds(const struct job *job) {
     until = job->ended_ns; /* when the wait was given up */
     break;
   default:
-    return -1; /* never submitted, or refused */
+    return -1; /* never submitted, refused, or skipped */
   }
   return (double)(until - job->submitted_ns) / 1e9;
 }
@@ -161,17 +192,14 @@ static double run_seconds(const struct job *job) {
   return (double)(job->ended_ns - job->granted_ns) / 1e9;
 }
 
-/* The devices the job got, as its CUDA_VISIBLE_DEVICES said; "" if none. */
+/* The GPUs the job got, as its CUDA_VISIBLE_DEVICES said; "" if none. */
 static const char *devices_of(const struct job *job) {
-  static const char prefix[] = "CUDA_VISIBLE_DEVICES=";
-  return job->visible_entry != NULL ? job->visible_entry + sizeof(prefix) - 1
-                                    : "";
+  return job->devices != NULL ? job->devices : "";
 }
 
-/* The command, or the whole line where it could not be split off. */
-static const char *command_of(const struct job *job) {
-  return job->command != NULL ? job->command : job->text;
-}
+/* ------------------------------------------------------------------------ */
+/* Summary table                                                             */
+/* ------------------------------------------------------------------------ */
 
 /* Bytes of `s` that fit `max`, not cutting a UTF-8 sequence. */
 static size_t cut_at(const char *s, size_t max) {
@@ -183,46 +211,92 @@ static size_t cut_at(const char *s, size_t max) {
   return max;
 }
 
-static void put_seconds(FILE *out, double s) {
+static void put_seconds(struct strbuf *sb, double s) {
   if (s < 0)
-    fprintf(out, "  %8s", "-");
+    sb_printf(sb, "  %8s", "-");
   else
-    fprintf(out, "  %8.2f", s);
+    sb_printf(sb, "  %8.2f", s);
 }
 
-void report_table(const struct runner *r, FILE *out) {
-  char buf[32];
-  int line_w = 4, status_w = 6, devices_w = 7;
+static bool listed(const struct runner *r, const struct job *job) {
+  return r->o->summary == SUMMARY_ALL ||
+         (r->o->summary == SUMMARY_FAILED && job_failed(job));
+}
+
+/* The first column: the line of a job file, or the job's number. */
+static size_t row_key(const struct job *job) {
+  return job->line > 0 ? job->line : job->seq;
+}
+
+void report_table(struct runner *r) {
+  const struct options *o = r->o;
+  struct strbuf sb = {0};
+  char buf[64];
+  int key_w = 4, status_w = 6, devices_w = 7, name_w = 0;
+  size_t rows = 0;
   for (size_t i = 0; i < r->n_jobs; i++) {
-    const struct job *job = &r->jobs[i];
-    int n = snprintf(buf, sizeof(buf), "%zu", job->line);
-    line_w = n > line_w ? n : line_w;
+    const struct job *job = r->jobs[i];
+    if (!listed(r, job))
+      continue;
+    rows++;
+    int n = snprintf(buf, sizeof(buf), "%zu", row_key(job));
+    key_w = n > key_w ? n : key_w;
     n = (int)strlen(status_text(job, buf, sizeof(buf)));
     status_w = n > status_w ? n : status_w;
-    n = (int)strlen(devices_of(job)); /* never cut: UUIDs differ late */
+    n = (int)strlen(devices_of(job));
     devices_w = n > devices_w ? n : devices_w;
+    if (job->name != NULL) {
+      n = (int)strlen(job->name);
+      n = n > 4 ? n : 4; /* as wide as the header */
+      name_w = n > name_w ? n : name_w;
+    }
   }
-  fprintf(out, "%*s  %-*s  %8s  %8s  %-*s  %s\n", line_w, "line", status_w,
-          "status", "wait_s", "run_s", devices_w, "devices", "command");
+  if (rows > 0) {
+    sb_printf(&sb, "%*s  %-*s", key_w,
+              o->template_words != NULL ? "job" : "line", status_w, "status");
+    if (o->retries > 0)
+      sb_puts(&sb, "  tries");
+    sb_printf(&sb, "  %8s  %8s  %-*s", "wait_s", "run_s", devices_w, "devices");
+    if (name_w > 0)
+      sb_printf(&sb, "  %-*s", name_w, "name");
+    sb_puts(&sb, "  command\n");
+  }
   for (size_t i = 0; i < r->n_jobs; i++) {
-    const struct job *job = &r->jobs[i];
-    fprintf(out, "%*zu  %-*s", line_w, job->line, status_w,
-            status_text(job, buf, sizeof(buf)));
-    put_seconds(out, wait_seconds(job));
-    put_seconds(out, run_seconds(job));
+    const struct job *job = r->jobs[i];
+    if (!listed(r, job))
+      continue;
+    sb_printf(&sb, "%*zu  %-*s", key_w, row_key(job), status_w,
+              status_text(job, buf, sizeof(buf)));
+    if (o->retries > 0)
+      sb_printf(&sb, "  %5u", job->attempts);
+    put_seconds(&sb, wait_seconds(job));
+    put_seconds(&sb, run_seconds(job));
     const char *devices = devices_of(job);
-    if (*devices == '\0')
-      devices = "-";
-    const char *command = command_of(job);
+    sb_printf(&sb, "  %-*s", devices_w, *devices != '\0' ? devices : "-");
+    if (name_w > 0)
+      sb_printf(&sb, "  %-*s", name_w, job->name != NULL ? job->name : "-");
+    const char *command = job->command != NULL ? job->command : job->text;
     size_t cn = cut_at(command, TABLE_COMMAND_MAX);
-    fprintf(out, "  %-*s  %.*s%s\n", devices_w, devices, (int)cn, command,
-            command[cn] != '\0' ? "..." : "");
+    sb_printf(&sb, "  %.*s%s\n", (int)cn, command,
+              command[cn] != '\0' ? "..." : "");
   }
-  fprintf(out, "%zu job(s): %zu ok, %zu failed", r->n_jobs,
-          r->n_jobs - r->failed, r->failed);
+  sb_printf(&sb, "%zu job(s): %zu ok, %zu failed", r->n_jobs,
+            r->n_jobs - r->failed - r->skipped, r->failed);
+  if (r->not_started > 0)
+    sb_printf(&sb, " (%zu not started)", r->not_started);
+  if (r->skipped > 0)
+    sb_printf(&sb, ", %zu skipped (in the joblog)", r->skipped);
+  if (r->backfilled > 0)
+    sb_printf(&sb, "; %llu backfilled", (unsigned long long)r->backfilled);
+  if (r->halted)
+    sb_puts(&sb, "; halted by --halt");
   if (r->interrupted != 0)
-    fprintf(out, " (interrupted by signal %d)", r->interrupted);
-  fputc('\n', out);
+    sb_printf(&sb, "; interrupted by signal %d", r->interrupted);
+  sb_puts(&sb, "\n");
+  char *text = sb_take(&sb);
+  if (text != NULL)
+    console_write(r, 2, text, strlen(text));
+  free(text);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -281,16 +355,29 @@ static void json_seconds(FILE *out, const char *key, double s) {
   if (s < 0)
     fprintf(out, ",\"%s\":null", key);
   else
-    fprintf(out, ",\"%s\":%.2f", key, s);
+    fprintf(out, ",\"%s\":%.3f", key, s);
+}
+
+/* ,"key":"text", or null for NULL. */
+static void json_field(FILE *out, const char *key, const char *text) {
+  fprintf(out, ",\"%s\":", key);
+  if (text != NULL)
+    json_string(out, text);
+  else
+    fputs("null", out);
 }
 
 void report_json(const struct runner *r, FILE *out) {
   fputs("{\"jobs\":[", out);
   for (size_t i = 0; i < r->n_jobs; i++) {
-    const struct job *job = &r->jobs[i];
+    const struct job *job = r->jobs[i];
     bool exited = job->state == JOB_EXITED;
-    fprintf(out, "%s\n {\"line\":%zu,\"status\":\"%s\"", i == 0 ? "" : ",",
-            job->line, status_word(job));
+    fprintf(out, "%s\n {\"seq\":%zu", i == 0 ? "" : ",", job->seq);
+    if (job->line > 0)
+      fprintf(out, ",\"line\":%zu", job->line);
+    else
+      fputs(",\"line\":null", out);
+    fprintf(out, ",\"status\":\"%s\"", status_word(job));
     if (exited && job->term_signal == 0)
       fprintf(out, ",\"exit_code\":%lld", (long long)job->exit_code);
     else
@@ -299,19 +386,27 @@ void report_json(const struct runner *r, FILE *out) {
       fprintf(out, ",\"signal\":%d", job->term_signal);
     else
       fputs(",\"signal\":null", out);
+    fprintf(out, ",\"attempts\":%u", job->attempts);
     json_seconds(out, "wait_s", wait_seconds(job));
     json_seconds(out, "run_s", run_seconds(job));
-    fputs(",\"devices\":", out);
-    json_string(out, devices_of(job));
-    fputs(",\"command\":", out);
-    json_string(out, command_of(job));
-    fputs(",\"error\":", out);
-    if (job->error != NULL)
-      json_string(out, job->error);
-    else
-      fputs("null", out);
+    json_field(out, "devices", devices_of(job));
+    json_field(out, "grant", job->grant_text != NULL ? job->grant_text : "");
+    json_field(out, "name", job->name);
+    json_field(out, "arg", job->arg);
+    json_field(out, "command", job->command != NULL ? job->command : job->text);
+    json_field(out, "error", job->error);
     fputc('}', out);
   }
-  fprintf(out, "\n],\"failed\":%zu,\"total\":%zu,\"interrupted\":%s}\n",
-          r->failed, r->n_jobs, r->interrupted != 0 ? "true" : "false");
+  fprintf(out,
+          "\n],\"total\":%zu,\"ok\":%zu,\"failed\":%zu,\"not_started\":%zu,"
+          "\"skipped\":%zu,\"backfilled\":%llu,\"late_heads\":%llu,"
+          "\"halted\":%s,\"interrupted\":%s,\"signal\":",
+          r->n_jobs, r->n_jobs - r->failed - r->skipped, r->failed,
+          r->not_started, r->skipped, (unsigned long long)r->backfilled,
+          (unsigned long long)r->late_heads, r->halted ? "true" : "false",
+          r->interrupted != 0 ? "true" : "false");
+  if (r->interrupted != 0)
+    fprintf(out, "%d}\n", r->interrupted);
+  else
+    fputs("null}\n", out);
 }

@@ -1,30 +1,36 @@
 /*
- * The run: every job's request is submitted through the libuv adapter at
- * once, in file order, and the pool's queue decides who starts when
- * (FIFO with reservation: a job waiting at the head holds back only what
- * it needs, so a GPU job waiting for a device does not hold back jobs that
- * need no device). The runner never decides an order itself.
+ * The run: every job's request is submitted through the libuv adapter as
+ * soon as the job is read, in input order, and the pool's queue decides
+ * who starts when (FIFO with reservation: a job waiting at the head holds
+ * back only what it needs, so a GPU job waiting for a device does not hold
+ * back jobs that need no device; with backfill, a job whose time limit
+ * ends before the head could start anyway runs in what the head waits
+ * for). The runner never decides an order itself.
  *
- * A job's life on the loop:
+ * A job's attempt on the loop:
  * - granted (on_granted): its child starts with the grant in its
  *   environment; a child that cannot start gives its grant back at once;
  * - the child exits (on_child_exit), whatever the status or signal, and
- *   once its whole process group is gone (job_ended) its grant is
+ *   once its whole process group is gone (attempt_ended) its grant is
  *   released, which may grant waiting jobs and start them from within
- *   that call;
+ *   that call; then its output is printed;
  * - a timeout or an interrupt stops the group with SIGTERM, then SIGKILL
  *   after a grace period (on_kill_timer); the release still waits for the
- *   group, so the units are never returned while any of it runs.
+ *   group, so the units are never returned while any of it runs;
+ * - a failed attempt with retries left queues again, at the back, once
+ *   its handles are closed (the same handles serve the next attempt).
  *
  * Each child leads its own process group (UV_PROCESS_DETACHED) and is
  * signalled as a group: a shell command's own children stop with it, and
  * none lingers after a timeout or an interrupt (see "Children and their
  * process groups" below).
  *
- * An interrupt (SIGINT, SIGTERM, SIGHUP) closes the adapter: waiting acquires fail
- * with CQ_ECLOSED and those jobs are "not started". The run is over when
- * nothing waits or runs; then the runner closes every handle it owns, so
- * uv_run() returns and uv_loop_close() succeeds.
+ * Stopping (a signal: SIGINT, SIGTERM, SIGHUP; or --halt) closes the input
+ * and the adapter: waiting acquires fail with CQ_ECLOSED and those jobs are
+ * "not started"; running ones are stopped, except by --halt soon. The run
+ * is over when nothing waits, runs or is about to queue again and no input
+ * is open; then the runner closes every handle it owns, so uv_run()
+ * returns and uv_loop_close() succeeds.
  */
 #include "runner.h"
 
@@ -33,11 +39,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #if defined(__linux__)
 #include <sys/prctl.h>
 #endif
 
+extern char **environ;
+
 static void finish_if_done(struct runner *r);
+static void acquire(struct job *job);
 
 static void close_adapter(struct runner *r) {
   if (r->adapter_closing)
@@ -46,61 +56,102 @@ static void close_adapter(struct runner *r) {
   r->adapter_closing = true;
   int rc = cq_uv_close(r->adapter, NULL);
   if (rc != 0)
-    fprintf(stderr, "cronoq-run: closing the adapter: %s\n", cq_strerror(rc));
+    console_msg(r, "cronoq-run: closing the adapter: %s", cq_strerror(rc));
 }
 
 static void release_job(struct job *job) {
   /* Also after an interrupt closed the adapter: a grant outlives it. */
   int rc = cq_uv_release(&job->ureq);
   if (rc != 0)
-    fprintf(stderr, "cronoq-run: line %zu: release: %s\n", job->line,
-            cq_strerror(rc));
+    job_msg(job, "release: %s", cq_strerror(rc));
 }
 
-/* A job that ends without running: count it and keep why (NULL: the
- * summary says enough). */
+bool job_failed(const struct job *job) {
+  if (job->state == JOB_SKIPPED)
+    return false; /* it succeeded in an earlier run */
+  if (job->state != JOB_EXITED)
+    return true; /* it never ran, or did not finish */
+  return job->timed_out || job->term_signal != 0 || job->exit_code != 0;
+}
+
+/* --halt: once enough jobs failed, stop. */
+static void stop_run(struct runner *r, bool kill_running);
+
+static void check_halt(struct runner *r) {
+  const struct options *o = r->o;
+  if (o->halt == HALT_NEVER || r->stopping)
+    return;
+  bool reached = o->halt_percent
+                     ? (int64_t)r->failed * 100 >= o->halt_fail * (int64_t)r->n_jobs
+                     : (int64_t)r->failed >= o->halt_fail;
+  if (!reached)
+    return;
+  r->halted = true;
+  console_msg(r,
+              "cronoq-run: halting: %zu job(s) failed (--halt %s,fail=%lld%s); "
+              "no more jobs start%s",
+              r->failed, o->halt == HALT_NOW ? "now" : "soon",
+              (long long)o->halt_fail, o->halt_percent ? "%" : "",
+              o->halt == HALT_NOW ? ", the running ones are stopped"
+                                  : ", the running ones finish");
+  stop_run(r, o->halt == HALT_NOW);
+}
+
+/* The job's outcome is final: count it and log it. */
+static void job_final(struct job *job) {
+  struct runner *r = job->runner;
+  r->finished++;
+  if (job->state == JOB_SKIPPED) {
+    r->skipped++;
+    return;
+  }
+  if (job->state == JOB_NOT_STARTED)
+    r->not_started++;
+  if (job_failed(job))
+    r->failed++;
+  joblog_write(r, job);
+  if (job_failed(job))
+    check_halt(r);
+}
+
+/* A job that ends without running (again): keep why (NULL: the summary
+ * says enough). A job whose earlier attempt ran keeps that outcome. */
 static void job_not_run(struct job *job, enum job_state state,
                         const char *why) {
-  struct runner *r = job->runner;
-  job->state = state;
   job->ended_ns = uv_hrtime();
-  if (why != NULL) {
-    job->error = strdup(why); /* NULL on failure: the message is printed */
-    fprintf(stderr, "cronoq-run: line %zu: %s: %s\n", job->line,
-            state == JOB_NEVER_FITS     ? "never fits"
-            : state == JOB_SPAWN_FAILED ? "cannot start"
-                                        : "not started",
-            why);
+  if (job->attempts > 0 && state == JOB_NOT_STARTED) {
+    job->state = JOB_EXITED; /* its last attempt's outcome stands */
+  } else {
+    job->state = state;
+    if (why != NULL) {
+      free(job->error);
+      job->error = strdup(why); /* NULL on failure: the message is printed */
+      job_msg(job, "%s: %s",
+              state == JOB_NEVER_FITS     ? "never fits"
+              : state == JOB_SPAWN_FAILED ? "cannot start"
+                                          : "not started",
+              why);
+    }
   }
-  r->finished++;
-  r->failed++;
+  job_final(job);
 }
 
 /* ------------------------------------------------------------------------ */
 /* The grant, as the child's environment                                     */
 /* ------------------------------------------------------------------------ */
 
-/* "CUDA_VISIBLE_DEVICES=<ids>": the devices the job holds on the GPU pool
- * alone (another device pool's ids are not GPUs), or the empty value, so
- * that a job without a GPU sees none rather than all of them. */
-static char *visible_entry(const struct job *job) {
-  const char *gpu_pool = job->runner->gpu_pool;
+/* The ids of the devices the job holds on device pool `pool`, comma
+ * separated; "" if none. */
+static char *device_ids(const struct job *job, const char *pool) {
   const cq_grant *grant = &job->ureq.grant;
-  struct strbuf sb = {0};
-  sb_puts(&sb, "CUDA_VISIBLE_DEVICES=");
-  size_t n = gpu_pool != NULL ? cq_grant_devices(grant, gpu_pool, NULL, 0) : 0;
-  if (n > 0) {
-    size_t len = n * (CQ_DEVICE_ID_MAX + 1) + 1; /* ids and commas */
-    char *ids = malloc(len);
-    if (ids == NULL) {
-      free(sb_take(&sb));
-      return NULL;
-    }
-    if (cq_grant_cuda_visible(grant, gpu_pool, ids, len) == 0)
-      sb_puts(&sb, ids);
-    free(ids);
-  }
-  return sb_take(&sb);
+  size_t n = pool != NULL ? cq_grant_devices(grant, pool, NULL, 0) : 0;
+  size_t len = n * (CQ_DEVICE_ID_MAX + 1) + 1; /* ids and commas */
+  char *ids = malloc(len);
+  if (ids == NULL)
+    return NULL;
+  if (n == 0 || cq_grant_cuda_visible(grant, pool, ids, len) != 0)
+    ids[0] = '\0';
+  return ids;
 }
 
 /* "@id+id": the ids of the devices held on pool `name`. */
@@ -121,50 +172,154 @@ static void put_device_ids(struct strbuf *sb, struct runner *r,
   free(idx);
 }
 
-/* The next item of an already validated spec: `name=value`, blanks
- * trimmed. Returns where the following item starts, or NULL at the end. */
-static const char *next_item(const char *p, char *name, char *value) {
-  while (*p == ' ' || *p == '\t' || *p == ',')
-    p++;
-  if (*p == '\0')
-    return NULL;
-  size_t n = strcspn(p, " \t=");
-  snprintf(name, CQ_NAME_MAX + 1, "%.*s", (int)n, p);
-  p += n;
-  p += strspn(p, " \t=");
-  n = strcspn(p, " \t,");
-  snprintf(value, CQ_NAME_MAX + 1, "%.*s", (int)n, p);
-  return p + n;
-}
-
-/* "CRONOQ_GRANT=gpu=0.5@1,memory_mib=8192,class=predict": what the job
- * holds, item by item in the order its spec names them. Amounts are read
- * back from the grant, so they say what was granted, not what was asked. */
-static char *grant_entry(struct runner *r, const struct job *job) {
+/* "gpu=0.5@1,memory_mib=8192,class=predict": what the job holds, resource
+ * by resource in the pool's order. Amounts are read back from the grant,
+ * so they say what was granted, not what was asked. */
+static char *grant_text(struct runner *r, const struct job *job) {
   const cq_grant *grant = &job->ureq.grant;
   struct strbuf sb = {0};
-  sb_puts(&sb, "CRONOQ_GRANT=");
-  char name[CQ_NAME_MAX + 1], value[CQ_NAME_MAX + 1];
-  const char *p = job->spec;
-  for (bool first = true; (p = next_item(p, name, value)) != NULL;
-       first = false) {
-    if (!first)
-      sb_puts(&sb, ",");
-    if (strcmp(name, "class") == 0) {
-      sb_printf(&sb, "class=%s", value);
+  size_t count = 0;
+  if (cq_pool_snapshot(r->pool, r->snapshot, r->snapshot_cap, &count) != 0)
+    count = 0;
+  bool first = true;
+  for (size_t i = 0; i < count && i < r->snapshot_cap; i++) {
+    const cq_resource_stats *st = &r->snapshot[i];
+    int64_t held = cq_grant_held(grant, st->name);
+    if (held <= 0)
       continue;
+    sb_puts(&sb, first ? "" : ",");
+    first = false;
+    if (st->kind == CQ_KIND_CLASS) {
+      sb_printf(&sb, "class=%s", st->name);
+    } else if (st->kind == CQ_KIND_BUDGET) {
+      sb_printf(&sb, "%s=%lld", st->name, (long long)held);
+    } else {
+      sb_printf(&sb, "%s=", st->name);
+      sb_put_milli(&sb, held);
+      put_device_ids(&sb, r, grant, st->name,
+                     cq_grant_devices(grant, st->name, NULL, 0));
     }
-    int64_t held = cq_grant_held(grant, name);
-    size_t devices = cq_grant_devices(grant, name, NULL, 0);
-    sb_printf(&sb, "%s=", name);
-    if (devices == 0) {
-      sb_printf(&sb, "%lld", (long long)held);
-      continue;
-    }
-    sb_put_milli(&sb, held);
-    put_device_ids(&sb, r, grant, name, devices);
   }
   return sb_take(&sb);
+}
+
+/* CRONOQ_GPU_FRACTION: the share of each GPU the job holds ("0.5"; "1"
+ * for whole devices); "" without a GPU. */
+static void put_gpu_fraction(struct strbuf *sb, const struct job *job) {
+  const char *pool = job->runner->gpu_pool;
+  size_t n = pool != NULL ? cq_grant_devices(&job->ureq.grant, pool, NULL, 0)
+                          : 0;
+  if (n > 0)
+    sb_put_milli(sb, cq_grant_held(&job->ureq.grant, pool) / (int64_t)n);
+}
+
+/* The variables each child gets its own value of, in the order of the
+ * environment's slots; the pools' variables of --device-env follow. */
+static const char *const own_vars[] = {
+    "CUDA_VISIBLE_DEVICES", "CRONOQ_GPU_FRACTION", "CRONOQ_GRANT",
+    "CRONOQ_JOB_SEQ",       "CRONOQ_JOB_SLOT",     "CRONOQ_JOB_NAME"};
+#define N_OWN_VARS (sizeof(own_vars) / sizeof(own_vars[0]))
+
+static bool is_own_var(const struct runner *r, const char *entry) {
+  size_t n = strcspn(entry, "=");
+  for (size_t i = 0; i < N_OWN_VARS; i++)
+    if (strlen(own_vars[i]) == n && strncmp(entry, own_vars[i], n) == 0)
+      return true;
+  for (size_t i = 0; i < r->o->n_device_env; i++) {
+    const char *var = r->o->device_env[i].var;
+    if (strlen(var) == n && strncmp(entry, var, n) == 0)
+      return true;
+  }
+  return false;
+}
+
+/* Our environment without the variables each child gets its own value of,
+ * and slots for them before the terminating NULL. */
+static int child_environment(struct runner *r) {
+  size_t n = 0;
+  while (environ[n] != NULL)
+    n++;
+  r->n_env_own = N_OWN_VARS + r->o->n_device_env;
+  r->env = calloc(n + r->n_env_own + 1, sizeof(*r->env));
+  if (r->env == NULL)
+    return -1;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!is_own_var(r, environ[i]))
+      r->env[k++] = environ[i];
+  r->env_slot = k;
+  return 0;
+}
+
+/* Fill the environment's slots for the job; the entries are the caller's
+ * to free (entries[]). Returns 0 or -1 (out of memory). */
+static int job_environment(struct job *job, char **entries) {
+  struct runner *r = job->runner;
+  char label[32];
+  for (size_t i = 0; i < r->n_env_own; i++) {
+    struct strbuf sb = {0};
+    if (i < N_OWN_VARS) {
+      sb_printf(&sb, "%s=", own_vars[i]);
+      switch (i) {
+      case 0:
+        sb_puts(&sb, job->devices);
+        break;
+      case 1:
+        put_gpu_fraction(&sb, job);
+        break;
+      case 2:
+        sb_puts(&sb, job->grant_text);
+        break;
+      case 3:
+        sb_printf(&sb, "%zu", job->seq);
+        break;
+      case 4:
+        sb_printf(&sb, "%zu", job->slot);
+        break;
+      default:
+        sb_puts(&sb, job_label(job, label, sizeof(label)));
+        break;
+      }
+    } else {
+      const struct device_env *de = &r->o->device_env[i - N_OWN_VARS];
+      char *ids = device_ids(job, de->pool);
+      sb_printf(&sb, "%s=%s", de->var, ids != NULL ? ids : "");
+      if (ids == NULL)
+        sb.failed = true;
+      free(ids);
+    }
+    entries[i] = sb_take(&sb);
+    r->env[r->env_slot + i] = entries[i];
+    if (entries[i] == NULL)
+      return -1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Slots: {%} and CRONOQ_JOB_SLOT                                            */
+/* ------------------------------------------------------------------------ */
+
+/* The lowest slot no running job has, as GNU parallel numbers them. */
+static size_t take_slot(struct runner *r) {
+  for (size_t i = 0; i < r->n_slots; i++)
+    if (!r->slots[i]) {
+      r->slots[i] = true;
+      return i + 1;
+    }
+  bool *more = realloc(r->slots, (r->n_slots + 64) * sizeof(*more));
+  if (more == NULL)
+    return 0;
+  memset(more + r->n_slots, 0, 64 * sizeof(*more));
+  r->slots = more;
+  r->slots[r->n_slots] = true;
+  r->n_slots += 64;
+  return r->n_slots - 63;
+}
+
+static void give_slot(struct runner *r, size_t slot) {
+  if (slot > 0 && slot <= r->n_slots)
+    r->slots[slot - 1] = false;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -205,8 +360,7 @@ static char *grant_entry(struct runner *r, const struct job *job) {
 static void signal_job(struct job *job, int signum) {
   int rc = uv_kill(-job->pgid, signum);
   if (rc != 0 && rc != UV_ESRCH)
-    fprintf(stderr, "cronoq-run: line %zu: kill: %s\n", job->line,
-            uv_strerror(rc));
+    job_msg(job, "kill: %s", uv_strerror(rc));
 }
 
 static void on_kill_timer(uv_timer_t *timer);
@@ -217,8 +371,8 @@ static void terminate_job(struct job *job) {
     return;
   signal_job(job, SIGTERM);
   job->kill_stage = KILL_TERM_SENT;
-  (void)uv_timer_start(&job->kill_timer, on_kill_timer, RUNNER_KILL_GRACE_MS,
-                       0);
+  (void)uv_timer_start(&job->kill_timer, on_kill_timer,
+                       (uint64_t)job->runner->o->kill_grace_ms, 0);
 }
 
 /* SIGKILL now, and wait a bounded time for the group to go. */
@@ -247,12 +401,9 @@ static void reap_strays(struct runner *r) {
     if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
         info.si_pid == 0)
       return;
-    for (size_t i = 0; i < r->n_jobs; i++) {
-      const struct job *job = &r->jobs[i];
-      if (job->state == JOB_RUNNING && !job->shell_exited &&
-          job->pgid == info.si_pid)
+    for (const struct job *job = r->running_list; job != NULL; job = job->next)
+      if (!job->shell_exited && job->pgid == info.si_pid)
         return;
-    }
     (void)waitpid(info.si_pid, NULL, 0); /* a zombie: returns at once */
   }
 }
@@ -293,22 +444,78 @@ static void retire_units(struct job *job) {
   }
 }
 
-/* The job's whole group is gone (or given up on): count it, give its units
- * back, and let the jobs they admit start, from within. */
-static void job_ended(struct job *job, enum job_state state) {
+static void list_remove(struct runner *r, struct job *job) {
+  if (job->prev != NULL)
+    job->prev->next = job->next;
+  else
+    r->running_list = job->next;
+  if (job->next != NULL)
+    job->next->prev = job->prev;
+  job->next = job->prev = NULL;
+}
+
+/* A handle of the attempt is closed; once all are, a retry queues. */
+static void handle_closed(struct job *job) {
   struct runner *r = job->runner;
+  if (--job->open_handles > 0 || !job->requeue)
+    return;
+  job->requeue = false;
+  r->requeuing--;
+  if (r->stopping) {
+    job->state = JOB_EXITED; /* no retry after all: its outcome stands */
+    job_final(job);
+  } else {
+    acquire(job);
+  }
+  finish_if_done(r);
+}
+
+static void on_job_handle_closed(uv_handle_t *handle) {
+  handle_closed(handle->data);
+}
+
+static void on_capture_closed(uv_handle_t *handle) {
+  handle_closed(((struct capture *)handle->data)->job);
+}
+
+/* The job's whole group is gone (or given up on): count its outcome (or
+ * plan its retry), give its units back, which lets the jobs they admit
+ * start, from within, and print its output. */
+static void attempt_ended(struct job *job, enum job_state state) {
+  struct runner *r = job->runner;
+  const struct options *o = r->o;
   job->ended_ns = uv_hrtime();
   job->state = state;
+  list_remove(r, job);
+  give_slot(r, job->slot);
+  r->running--;
   if (job->shell_exited)
     r->lingering--;
   else
-    uv_close((uv_handle_t *)&job->process, NULL); /* given up on */
-  uv_close((uv_handle_t *)&job->kill_timer, NULL);
-  r->running--;
-  r->finished++;
-  if (job_failed(job))
-    r->failed++;
+    uv_close((uv_handle_t *)&job->process, on_job_handle_closed); /* given up */
+  uv_close((uv_handle_t *)&job->kill_timer, on_job_handle_closed);
+  bool retry = job_failed(job) && state == JOB_EXITED &&
+               job->attempts <= o->retries && !r->stopping;
+  /* A final failure may halt the run: decided before the release, which
+   * would start the next job from within. */
+  if (!retry)
+    job_final(job);
   release_job(job);
+  output_finish(job, on_capture_closed);
+  if (retry) {
+    char why[48];
+    if (job->timed_out)
+      snprintf(why, sizeof(why), "timed out");
+    else if (job->term_signal != 0)
+      snprintf(why, sizeof(why), "signal %d", job->term_signal);
+    else
+      snprintf(why, sizeof(why), "exit %lld", (long long)job->exit_code);
+    job_msg(job, "attempt %u failed (%s); retrying (%u of %u)", job->attempts,
+            why, job->attempts, o->retries);
+    job->state = JOB_WAITING;
+    job->requeue = true; /* once the handles are closed */
+    r->requeuing++;
+  }
   finish_if_done(r);
 }
 
@@ -316,28 +523,27 @@ static void on_kill_timer(uv_timer_t *timer) {
   struct job *job = timer->data;
   if (job->kill_stage == KILL_NONE) {
     job->timed_out = true;
-    fprintf(stderr, "cronoq-run: line %zu: timed out, stopping it\n",
-            job->line);
+    job_msg(job, "timed out, stopping it");
     terminate_job(job);
   } else if (job->kill_stage == KILL_TERM_SENT) {
     kill_job(job);
   } else {
-    fprintf(stderr,
-            "cronoq-run: line %zu: process group %d is still there %d ms "
-            "after SIGKILL; what the job holds is taken out of the pool\n",
-            job->line, job->pgid, RUNNER_GONE_WAIT_MS);
+    job_msg(job,
+            "process group %d is still there %d ms after SIGKILL; what the "
+            "job holds is taken out of the pool",
+            job->pgid, RUNNER_GONE_WAIT_MS);
     retire_units(job);
-    job_ended(job, JOB_UNKILLABLE);
+    attempt_ended(job, JOB_UNKILLABLE);
   }
 }
 
 /* The groups of jobs whose shell has exited: those now gone end. */
 static void on_group_timer(uv_timer_t *timer) {
   struct runner *r = timer->data;
-  for (size_t i = 0; i < r->n_jobs && r->lingering > 0; i++) {
-    struct job *job = &r->jobs[i];
-    if (job->state == JOB_RUNNING && job->shell_exited && !group_alive(job))
-      job_ended(job, JOB_EXITED);
+  for (struct job *job = r->running_list, *next; job != NULL; job = next) {
+    next = job->next; /* attempt_ended() unlinks it */
+    if (job->shell_exited && !group_alive(job))
+      attempt_ended(job, JOB_EXITED);
   }
   reap_strays(r);
   if (r->lingering == 0)
@@ -352,18 +558,14 @@ static void on_child_exit(uv_process_t *process, int64_t exit_status,
   job->term_signal = term_signal;
   job->shell_exited = true;
   r->lingering++;
-  uv_close((uv_handle_t *)process, NULL);
+  uv_close((uv_handle_t *)process, on_job_handle_closed);
   reap_strays(r);
   if (!group_alive(job)) {
-    job_ended(job, JOB_EXITED);
+    attempt_ended(job, JOB_EXITED);
     return;
   }
   if (job->kill_stage == KILL_NONE) {
-    job->left_behind = true;
-    fprintf(stderr,
-            "cronoq-run: line %zu: exited and left processes in its group; "
-            "stopping them\n",
-            job->line);
+    job_msg(job, "exited and left processes in its group; stopping them");
     terminate_job(job);
   }
   if (!uv_is_active((uv_handle_t *)&r->group_timer))
@@ -371,28 +573,64 @@ static void on_child_exit(uv_process_t *process, int64_t exit_status,
                          RUNNER_GROUP_POLL_MS, RUNNER_GROUP_POLL_MS);
 }
 
+static double wall_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A granted attempt that cannot start: its handles close, its grant goes
+ * back, and the job is over (a spawn failure is not retried). */
+static void spawn_failed(struct job *job, uv_stdio_container_t *stdio,
+                         const char *why) {
+  struct runner *r = job->runner;
+  output_close_files(stdio);
+  struct capture *caps[2] = {&job->out, &job->err};
+  for (int i = 0; i < 2; i++)
+    if (caps[i]->open) {
+      uv_close((uv_handle_t *)&caps[i]->pipe, on_capture_closed);
+      caps[i]->open = false;
+      sb_free(&caps[i]->buf);
+    }
+  give_slot(r, job->slot);
+  release_job(job);
+  job_not_run(job, JOB_SPAWN_FAILED, why);
+}
+
 /* Start the granted job's child; on failure, give the grant back. */
 static void start_job(struct job *job) {
   struct runner *r = job->runner;
-  job->visible_entry = visible_entry(job);
-  job->grant_entry = grant_entry(r, job);
-  if (job->visible_entry == NULL || job->grant_entry == NULL) {
-    release_job(job);
-    job_not_run(job, JOB_SPAWN_FAILED, "out of memory");
+  job->slot = take_slot(r);
+  job->attempts++;
+  job->kill_stage = KILL_NONE;
+  job->shell_exited = job->timed_out = false;
+  job->exit_code = job->term_signal = 0;
+  free(job->command);
+  free(job->devices);
+  free(job->grant_text);
+  job->command = job_command(job);
+  job->devices = device_ids(job, r->gpu_pool);
+  job->grant_text = grant_text(r, job);
+  char *entries[N_OWN_VARS + RUNNER_DEVICE_ENV_MAX] = {0};
+  uv_stdio_container_t stdio[3];
+  memset(stdio, 0, sizeof(stdio));
+  stdio[0].flags = UV_IGNORE; /* libuv opens /dev/null for it */
+  if (job->command == NULL || job->devices == NULL ||
+      job->grant_text == NULL || job_environment(job, entries) != 0) {
+    for (size_t i = 0; i < r->n_env_own; i++)
+      free(entries[i]);
+    spawn_failed(job, stdio, "out of memory");
     return;
   }
-  /* The environment's two slots are ours until uv_spawn() returns: the
-   * child has its copy by then. */
-  r->env[r->env_slot] = job->visible_entry;
-  r->env[r->env_slot + 1] = job->grant_entry;
+  int rc = output_prepare(job, stdio);
+  if (rc != 0) {
+    for (size_t i = 0; i < r->n_env_own; i++)
+      free(entries[i]);
+    spawn_failed(job, stdio, uv_strerror(rc));
+    return;
+  }
 
   char *args[] = {"/bin/sh", "-c", job->command, NULL};
-  uv_stdio_container_t stdio[3];
-  stdio[0].flags = UV_IGNORE; /* libuv opens /dev/null for it */
-  stdio[1].flags = UV_INHERIT_FD;
-  stdio[1].data.fd = 1;
-  stdio[2].flags = UV_INHERIT_FD;
-  stdio[2].data.fd = 2;
   uv_process_options_t opt;
   memset(&opt, 0, sizeof(opt));
   opt.file = args[0];
@@ -403,30 +641,41 @@ static void start_job(struct job *job) {
   opt.stdio = stdio;
   opt.stdio_count = 3;
 
-  int rc = uv_timer_init(&r->loop, &job->kill_timer);
-  if (rc != 0) {
-    release_job(job);
-    job_not_run(job, JOB_SPAWN_FAILED, uv_strerror(rc));
-    return;
-  }
+  (void)uv_timer_init(&r->loop, &job->kill_timer); /* cannot fail */
   job->kill_timer.data = job;
+  job->open_handles++;
   job->process.data = job;
+  job->start_wall_s = wall_now();
   rc = uv_spawn(&r->loop, &job->process, &opt);
-  r->env[r->env_slot] = r->env[r->env_slot + 1] = NULL;
+  /* The environment's slots are ours until uv_spawn() returns: the child
+   * has its copy by then. */
+  for (size_t i = 0; i < r->n_env_own; i++) {
+    r->env[r->env_slot + i] = NULL;
+    free(entries[i]);
+  }
   if (rc != 0) {
-    /* Both handles are on the loop now, started or not. */
-    uv_close((uv_handle_t *)&job->process, NULL);
-    uv_close((uv_handle_t *)&job->kill_timer, NULL);
-    release_job(job);
-    job_not_run(job, JOB_SPAWN_FAILED, uv_strerror(rc));
+    /* The process handle is on the loop now, started or not. */
+    job->open_handles++;
+    uv_close((uv_handle_t *)&job->process, on_job_handle_closed);
+    uv_close((uv_handle_t *)&job->kill_timer, on_job_handle_closed);
+    spawn_failed(job, stdio, uv_strerror(rc));
     return;
   }
+  output_close_files(stdio); /* the child has its copies */
+  job->open_handles++;       /* the process */
   job->state = JOB_RUNNING;
   job->pgid = job->process.pid;
+  job->next = r->running_list;
+  job->prev = NULL;
+  if (r->running_list != NULL)
+    r->running_list->prev = job;
+  r->running_list = job;
   r->running++;
-  if (r->timeout_ms > 0)
+  if ((rc = output_start(job)) != 0)
+    job_msg(job, "reading its output: %s", uv_strerror(rc));
+  if (job->timeout_ms > 0)
     (void)uv_timer_start(&job->kill_timer, on_kill_timer,
-                         (uint64_t)r->timeout_ms, 0);
+                         (uint64_t)job->timeout_ms, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -442,9 +691,48 @@ static void on_granted(cq_uv_req *ureq, int status) {
     start_job(job);
   else if (status == CQ_ENEVER) /* a capacity shrank below it */
     job_not_run(job, JOB_NEVER_FITS, cq_grant_error(&ureq->grant));
-  else /* CQ_ECLOSED: interrupted; reported by the summary */
+  else /* CQ_ECLOSED: interrupted or halted; reported by the summary */
     job_not_run(job, JOB_NOT_STARTED,
                 status == CQ_ECLOSED ? NULL : cq_strerror(status));
+  finish_if_done(r);
+}
+
+static void acquire(struct job *job) {
+  struct runner *r = job->runner;
+  cq_uv_req_init(&job->ureq);
+  job->ureq.data = job;
+  job->state = JOB_WAITING;
+  job->submitted_ns = uv_hrtime();
+  r->waiting++;
+  int rc = cq_uv_acquire(r->adapter, &job->ureq, &job->req, CQ_NEVER,
+                         on_granted);
+  if (rc != 0) {
+    r->waiting--;
+    job_not_run(job, rc == CQ_ENEVER ? JOB_NEVER_FITS : JOB_NOT_STARTED,
+                rc == CQ_ENEVER   ? cq_grant_error(&job->ureq.grant)
+                : rc == CQ_ECLOSED ? NULL
+                                   : cq_strerror(rc));
+  }
+}
+
+void job_submit(struct job *job) {
+  struct runner *r = job->runner;
+  if (job->state == JOB_WAITING && !r->stopping)
+    acquire(job);
+  else if (job->state == JOB_WAITING)
+    job_not_run(job, JOB_NOT_STARTED, NULL);
+  else
+    job_final(job); /* a parse error (reported when read), or skipped */
+  finish_if_done(r);
+}
+
+static void stop_run(struct runner *r, bool kill_running) {
+  r->stopping = true;
+  input_close(r);
+  close_adapter(r); /* fails the waiting acquires, from within */
+  if (kill_running)
+    for (struct job *job = r->running_list; job != NULL; job = job->next)
+      terminate_job(job);
   finish_if_done(r);
 }
 
@@ -452,32 +740,26 @@ static void on_signal(uv_signal_t *handle, int signum) {
   struct runner *r = handle->data;
   if (r->interrupted != 0) {
     /* Asked again: do not wait for the grace period. */
-    for (size_t i = 0; i < r->n_jobs; i++) {
-      struct job *job = &r->jobs[i];
-      if (job->state == JOB_RUNNING && job->kill_stage != KILL_KILL_SENT)
+    for (struct job *job = r->running_list; job != NULL; job = job->next)
+      if (job->kill_stage != KILL_KILL_SENT)
         kill_job(job);
-    }
     return;
   }
   r->interrupted = signum;
-  progress_clear(r);
-  fprintf(stderr,
-          "cronoq-run: interrupted: stopping %zu running job(s); %zu "
-          "waiting job(s) will not start\n",
-          r->running, r->waiting);
-  close_adapter(r); /* fails the waiting acquires, from within */
-  for (size_t i = 0; i < r->n_jobs; i++)
-    if (r->jobs[i].state == JOB_RUNNING)
-      terminate_job(&r->jobs[i]);
-  finish_if_done(r);
+  console_msg(r,
+              "cronoq-run: interrupted: stopping %zu running job(s); %zu "
+              "waiting job(s) will not start",
+              r->running, r->waiting + r->requeuing);
+  stop_run(r, true);
 }
 
 static void on_progress(uv_timer_t *timer) { progress_draw(timer->data); }
 
-/* Once nothing waits or runs, close every handle the runner owns. Callable
- * from any callback; acts once. */
+/* Once nothing waits, runs or queues again and no input is open, close
+ * every handle the runner owns. Callable from any callback; acts once. */
 static void finish_if_done(struct runner *r) {
-  if (r->submitting || r->done || r->waiting > 0 || r->running > 0)
+  if (!r->started || r->done || r->input_open || r->waiting > 0 ||
+      r->running > 0 || r->requeuing > 0)
     return;
   r->done = true;
   close_adapter(r);
@@ -499,7 +781,11 @@ static void setup_failed(struct runner *r, const char *what, int uv_err) {
   (void)uv_loop_close(&r->loop);
 }
 
-int runner_run(struct runner *r) {
+int runner_start(struct runner *r) {
+  if (child_environment(r) != 0) {
+    fprintf(stderr, "cronoq-run: out of memory\n");
+    return -1;
+  }
   int rc = uv_loop_init(&r->loop);
   if (rc != 0) {
     fprintf(stderr, "cronoq-run: uv_loop_init: %s\n", uv_strerror(rc));
@@ -544,36 +830,31 @@ int runner_run(struct runner *r) {
     (void)uv_timer_start(&r->progress_timer, on_progress, 0,
                          RUNNER_PROGRESS_MS);
   }
+  r->start_ns = uv_hrtime();
+  r->started = true;
+  /* Submit what was read, in order. A request that fits starts its job
+   * from within cq_uv_acquire(); the run cannot finish before the input
+   * is done (runner_input_done()). */
+  r->input_open = true;
+  for (size_t i = 0; i < r->n_jobs; i++)
+    job_submit(r->jobs[i]);
+  return 0;
+}
 
-  /* Submit everything, in file order. A request that fits starts its job
-   * from within cq_uv_acquire(); the run cannot finish before the last
-   * submission. */
-  r->submitting = true;
-  for (size_t i = 0; i < r->n_jobs; i++) {
-    struct job *job = &r->jobs[i];
-    job->runner = r;
-    if (job->state == JOB_PARSE_ERROR) { /* reported when read */
-      r->finished++;
-      r->failed++;
-      continue;
-    }
-    cq_uv_req_init(&job->ureq);
-    job->ureq.data = job;
-    job->submitted_ns = uv_hrtime();
-    r->waiting++;
-    rc = cq_uv_acquire(r->adapter, &job->ureq, &job->req, CQ_NEVER, on_granted);
-    if (rc != 0) {
-      r->waiting--;
-      job_not_run(job, rc == CQ_ENEVER ? JOB_NEVER_FITS : JOB_NOT_STARTED,
-                  rc == CQ_ENEVER ? cq_grant_error(&job->ureq.grant)
-                                  : cq_strerror(rc));
-    }
-  }
-  r->submitting = false;
+void runner_input_done(struct runner *r) {
+  r->input_open = false;
   finish_if_done(r);
+}
 
+int runner_wait(struct runner *r) {
   (void)uv_run(&r->loop, UV_RUN_DEFAULT);
-  rc = uv_loop_close(&r->loop);
+  cq_pool_stats st;
+  memset(&st, 0, sizeof(st));
+  if (cq_pool_stats_get(r->pool, &st) == 0) {
+    r->backfilled = st.backfilled;
+    r->late_heads = st.late_heads;
+  }
+  int rc = uv_loop_close(&r->loop);
   if (rc != 0) {
     /* A handle left open: a bug of the runner, reported, not hidden. */
     fprintf(stderr, "cronoq-run: internal error: the loop did not close: %s\n",

@@ -1,21 +1,27 @@
 /*
  * cronoq-run: a resource-aware job runner on libcronoq's libuv adapter.
  *
- * The pieces share these types: a job is one line of the job file, from
- * parsing to its final status; the runner holds the loop, the pool, the
- * adapter and the counters that the progress line and the exit status read.
+ * The pieces share these types: the options as the command line gave them;
+ * a job, from the line or argument it came from to its final outcome; the
+ * runner, which holds the loop, the pool, the adapter, the output and the
+ * counters that the progress line, the summary and the exit status read.
  *
- * A job's state only moves forward:
+ * A job's state only moves forward, except that a failed attempt with
+ * retries left goes back to WAITING (a retry is a new attempt, and queues
+ * again behind the jobs that came before it):
  *
- *   (parsed) -> WAITING -> RUNNING -> EXITED
- *                  |          |-> SPAWN_FAILED   (granted, child did not start)
- *                  |          \-> UNKILLABLE     (its group outlived SIGKILL)
- *                  |-> NEVER_FITS                 (refused: exceeds a capacity)
- *                  \-> NOT_STARTED                (interrupted while waiting)
- *   PARSE_ERROR                                   (never submitted)
+ *   (read) -> WAITING -> RUNNING -> EXITED
+ *               |   ^       |-> SPAWN_FAILED   (granted, child did not start)
+ *               |   \-------|   (retry)
+ *               |           \-> UNKILLABLE     (its group outlived SIGKILL)
+ *               |-> NEVER_FITS                 (refused: exceeds a capacity)
+ *               \-> NOT_STARTED                (interrupted or halted first)
+ *   PARSE_ERROR                                (never submitted)
+ *   SKIPPED                                    (done in an earlier run)
  *
- * The counters `waiting` and `running` count the jobs in those two states;
- * the runner finishes when both are zero after every job was submitted.
+ * `waiting` and `running` count the jobs in those two states, `requeuing`
+ * the failed attempts whose handles are still closing before they queue
+ * again; the run is over when all three are zero and no input is open.
  */
 #ifndef CRONOQ_RUNNER_H
 #define CRONOQ_RUNNER_H
@@ -27,7 +33,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Grace between SIGTERM and SIGKILL, for a timeout or an interrupt. */
+/* Grace between SIGTERM and SIGKILL, for a timeout or an interrupt, unless
+ * --kill-grace says otherwise. */
 #define RUNNER_KILL_GRACE_MS 2000
 
 /* How long a process group may outlive SIGKILL before the runner stops
@@ -37,77 +44,88 @@
 /* How often the groups of jobs whose shell has exited are looked at. */
 #define RUNNER_GROUP_POLL_MS 20
 
-/* The signals that stop the run. */
-#define RUNNER_STOP_SIGNALS 3
-
 /* How often the progress line is redrawn. */
 #define RUNNER_PROGRESS_MS 250
 
-enum job_state {
-  JOB_PARSE_ERROR,
-  JOB_WAITING,
-  JOB_RUNNING,
-  JOB_EXITED,
-  JOB_SPAWN_FAILED,
-  JOB_NEVER_FITS,
-  JOB_NOT_STARTED,
-  JOB_UNKILLABLE
+/* The signals that stop the run. */
+#define RUNNER_STOP_SIGNALS 3
+
+/* Grouped output a job may hold before its whole lines are printed early. */
+#define RUNNER_GROUP_MAX (1u << 20)
+
+/* The budget that -j sets, and that jobs naming nothing ask one unit of. */
+#define RUNNER_JOBS_BUDGET "jobs"
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                   */
+/* ------------------------------------------------------------------------ */
+
+enum output_mode {
+  OUTPUT_GROUP,     /* each job's output whole, when it ends */
+  OUTPUT_LINE,      /* whole lines as they come */
+  OUTPUT_UNGROUPED, /* the jobs write to the runner's stdout and stderr */
+  OUTPUT_RESULTS    /* files in a directory, nothing printed */
 };
 
-/* How far the runner has gone in stopping a running child. */
-enum kill_stage { KILL_NONE, KILL_TERM_SENT, KILL_KILL_SENT };
+enum halt_when { HALT_NEVER, HALT_SOON, HALT_NOW };
 
-struct runner;
+enum summary_kind { SUMMARY_ALL, SUMMARY_FAILED, SUMMARY_NONE };
 
-struct job {
-  struct runner *runner;
-  size_t line;   /* 1-based line number in the job file */
-  char *text;    /* the line, owned; `spec` and `command` point into it */
-  char *spec;    /* the request spec ("" for none) */
-  char *command; /* run as /bin/sh -c COMMAND */
-  char *error;   /* why it failed before running, owned; NULL if not */
-  enum job_state state;
-  cq_req req;     /* built once from `spec` */
-  cq_uv_req ureq; /* the acquire, then the grant (ureq.grant) */
-  uv_process_t process;
-  uv_timer_t kill_timer; /* the timeout, the SIGKILL grace, the last wait */
-  enum kill_stage kill_stage;
-  int pgid;           /* the child's process group: its pid (it leads it) */
-  bool shell_exited;  /* the child has exited; its group may live on */
-  bool left_behind;   /* it exited leaving processes in its group */
-  bool timed_out;
-  int64_t exit_code; /* valid when EXITED and term_signal == 0 */
-  int term_signal;
-  uint64_t submitted_ns, granted_ns, ended_ns; /* uv_hrtime() */
-  char *visible_entry; /* "CUDA_VISIBLE_DEVICES=...", owned */
-  char *grant_entry;   /* "CRONOQ_GRANT=...", owned */
+enum resume_kind { RESUME_NONE, RESUME_DONE, RESUME_FAILED };
+
+/* A variable that lists the devices a job holds on one device pool. */
+struct device_env {
+  const char *pool;
+  const char *var;
 };
 
-struct runner {
-  uv_loop_t loop;
-  cq_pool *pool;
-  cq_uv *adapter;
-  bool adapter_closing; /* cq_uv_close() called: see release_job() */
-  uv_signal_t signals[RUNNER_STOP_SIGNALS]; /* SIGINT, SIGTERM, SIGHUP */
-  uv_timer_t progress_timer;
-  uv_timer_t group_timer; /* polls the groups of jobs whose shell exited */
-  size_t lingering;       /* running jobs whose shell has exited */
-  bool progress;       /* a live progress line on stderr */
-  bool progress_shown; /* a progress line is on screen */
-  int64_t timeout_ms;  /* per job; 0: none */
-  const char *gpu_pool; /* the device pool behind CUDA_VISIBLE_DEVICES, or
-                           NULL when there is none */
-  struct job *jobs;
-  size_t n_jobs;
-  char **env;      /* children's environment: ours, then two slots */
-  size_t env_slot; /* index of the first of the two slots */
-  size_t waiting, running, finished, failed;
-  bool submitting;             /* still submitting: do not finish yet */
-  bool done;                   /* every job accounted for; handles closing */
-  int interrupted;             /* the signal that interrupted the run, or 0 */
-  cq_resource_stats *snapshot; /* room for the progress line's snapshot */
-  size_t snapshot_cap;
+#define RUNNER_DEVICE_ENV_MAX 8
+
+struct options {
+  const char *resources; /* NULL: none but the jobs budget */
+  const char *request;   /* for jobs naming nothing; NULL: jobs=1 */
+  int64_t jobs;          /* capacity of the jobs budget; 0: no budget */
+  const char *gpu_pool;  /* NULL: "gpu", where there is one */
+  struct device_env device_env[RUNNER_DEVICE_ENV_MAX];
+  size_t n_device_env;
+  int64_t timeout_ms; /* for every job; 0: none */
+  int64_t kill_grace_ms;
+  unsigned retries;
+  enum halt_when halt;
+  bool halt_percent;
+  int64_t halt_fail; /* failures (or percent of the jobs) that halt */
+  const char *joblog;
+  enum resume_kind resume;
+  enum output_mode output;
+  bool tag;
+  const char *results;
+  int progress; /* -1: on a terminal, 0: never, 1: always */
+  enum summary_kind summary;
+  const char *json; /* "-": standard output */
+  bool follow;
+  /* The input: a job file (NULL or "-": standard input), or a command
+   * template with its arguments (after ":::", from a file after "::::",
+   * else from standard input). */
+  const char *jobfile;
+  char **template_words;
+  int n_template_words;
+  char **args;
+  int n_args;
+  const char *argfile;
 };
+
+/* options.c: a duration ("90", "1.5", "15m"), in milliseconds rounded up.
+ * Returns 0, or -1 when it is not one (or is 0). */
+int parse_duration(const char *text, int64_t *ms);
+
+/* options.c: fill *o from the command line. Returns -1 to go on, or the
+ * exit status (0 after --help or --version, 2 after a usage error, which
+ * it printed). */
+int options_parse(int argc, char **argv, struct options *o);
+
+/* ------------------------------------------------------------------------ */
+/* Strings                                                                   */
+/* ------------------------------------------------------------------------ */
 
 /* A growable string. On allocation failure it stops growing and `failed`
  * is set; sb_take() then returns NULL. */
@@ -126,30 +144,208 @@ void sb_printf(struct strbuf *sb, const char *fmt, ...);
 /* Thousandths of a device as the shortest decimal, the way a request spec
  * writes it: 500 -> "0.5", 2000 -> "2". */
 void sb_put_milli(struct strbuf *sb, int64_t milli);
+/* `s` quoted for /bin/sh, as one word; as it is when nothing needs it. */
+void sb_put_shell_word(struct strbuf *sb, const char *s);
+/* Drop the first n bytes. */
+void sb_consume(struct strbuf *sb, size_t n);
 /* The string, owned by the caller (NULL after a failure); sb is reset. */
 char *sb_take(struct strbuf *sb);
+/* Free the string and reset sb. */
+void sb_free(struct strbuf *sb);
 
-/* jobfile.c: read every line of `in`, then parse each into a job on `pool`.
- * Lines that cannot be parsed become PARSE_ERROR jobs, reported on stderr.
- * Returns 0, or -1 after printing why (read error, out of memory). */
-int jobs_read(FILE *in, const char *name, cq_pool *pool, struct job **jobs,
-              size_t *n_jobs);
-void jobs_free(struct job *jobs, size_t n_jobs);
+/* ------------------------------------------------------------------------ */
+/* Jobs                                                                      */
+/* ------------------------------------------------------------------------ */
 
-/* main.c: a duration as the options write it ("90", "1.5", "15m"), in
- * milliseconds rounded up. Returns 0, or -1 when it is not one. */
-int parse_duration(const char *text, int64_t *ms);
+enum job_state {
+  JOB_PARSE_ERROR,
+  JOB_WAITING,
+  JOB_RUNNING,
+  JOB_EXITED,
+  JOB_SPAWN_FAILED,
+  JOB_NEVER_FITS,
+  JOB_NOT_STARTED,
+  JOB_UNKILLABLE,
+  JOB_SKIPPED
+};
 
-/* run.c: submit every job and run the loop until all are accounted for.
- * Returns 0; -1 when the run could not start (nothing ran, the reason is
- * printed); 1 when the loop did not close cleanly (a bug, printed). */
-int runner_run(struct runner *r);
+/* How far the runner has gone in stopping a running child. */
+enum kill_stage { KILL_NONE, KILL_TERM_SENT, KILL_KILL_SENT };
+
+struct runner;
+
+/* One of a running job's output streams, read from a pipe. */
+struct capture {
+  struct job *job;
+  uv_pipe_t pipe;
+  struct strbuf buf; /* grouped output, or the line not yet complete */
+  int fd;            /* where it is printed: 1 or 2 */
+  bool open;         /* the pipe handle is open */
+};
+
+struct job {
+  struct runner *runner;
+  size_t seq;  /* 1-based: {#}, the joblog's Seq */
+  size_t line; /* line in the job file; 0 for an argument */
+  char *text;  /* the line or the argument as read, owned */
+  char *spec;  /* the request spec as given ("" for none), owned */
+  char *name;  /* name= of the line, owned; NULL if none */
+  const char *arg;      /* the argument of a template job (into text) */
+  const char *templ;    /* the command, or the template to expand */
+  char *command;        /* the command of the last attempt, owned */
+  char *error;          /* why it failed before running, owned */
+  int64_t timeout_ms;   /* its limit; 0: none */
+  enum job_state state;
+  unsigned attempts;
+  cq_req req;     /* built once; the same for every attempt */
+  cq_uv_req ureq; /* the acquire, then the grant (ureq.grant) */
+  /* The attempt that runs. */
+  uv_process_t process;
+  uv_timer_t kill_timer; /* the timeout, the SIGKILL grace, the last wait */
+  struct capture out, err;
+  int open_handles; /* handles of the attempt still closing */
+  bool requeue;     /* queue again once they are closed */
+  enum kill_stage kill_stage;
+  int pgid;          /* the child's process group: its pid (it leads it) */
+  bool shell_exited; /* the child has exited; its group may live on */
+  bool timed_out;
+  int64_t exit_code; /* valid when EXITED and term_signal == 0 */
+  int term_signal;
+  size_t slot;                /* {%}: 1.., while it runs */
+  struct job *next, *prev;    /* the running jobs' list */
+  uint64_t submitted_ns, granted_ns, ended_ns; /* uv_hrtime() */
+  double start_wall_s;        /* when the last attempt started, epoch */
+  char *devices;              /* the GPU ids it got, owned */
+  char *grant_text;           /* what it held, as CRONOQ_GRANT says */
+};
+
+/* jobs.c */
+/* Add a job read from `text` (owned by the job from now on): a job-file
+ * line (line > 0) or a template argument (line == 0). Returns the job or
+ * NULL when out of memory (printed). Blank and comment lines are not jobs:
+ * it frees them and returns NULL with *skipped set. */
+struct job *job_add(struct runner *r, char *text, size_t line, bool *skipped);
+/* The command of the job's next attempt, expanded (templates). */
+char *job_command(const struct job *job);
+void jobs_free(struct runner *r);
+/* A label for messages and --tag: the name, the argument, or "line N". */
+const char *job_label(const struct job *job, char *buf, size_t len);
+
+/* ------------------------------------------------------------------------ */
+/* The runner                                                                */
+/* ------------------------------------------------------------------------ */
+
+struct runner {
+  const struct options *o;
+  uv_loop_t loop;
+  cq_pool *pool;
+  cq_uv *adapter;
+  bool adapter_closing; /* cq_uv_close() called: see release_job() */
+  uv_signal_t signals[RUNNER_STOP_SIGNALS]; /* SIGINT, SIGTERM, SIGHUP */
+  uv_timer_t progress_timer;
+  uv_timer_t group_timer; /* polls the groups of jobs whose shell exited */
+  const char *gpu_pool; /* the device pool behind CUDA_VISIBLE_DEVICES and
+                           CRONOQ_GPU_FRACTION, or NULL when there is none */
+  char *default_request; /* for jobs naming nothing, owned */
+  bool progress;       /* a live progress line on stderr */
+  bool progress_shown; /* a progress line is on screen */
+  struct job **jobs;
+  size_t n_jobs, jobs_cap;
+  struct job *running_list; /* jobs RUNNING, for the group poll */
+  bool *slots;              /* slots[i]: slot i + 1 is taken */
+  size_t n_slots;
+  char **env;      /* children's environment: ours, then n_env_own slots */
+  size_t env_slot; /* index of the first slot */
+  size_t n_env_own;
+  size_t waiting, running, requeuing, lingering;
+  size_t finished, failed, skipped, not_started;
+  bool started;      /* the loop runs: new jobs are submitted as read */
+  bool input_open;   /* --follow: more jobs may come */
+  bool done;         /* every job accounted for; handles closing */
+  bool stopping;     /* no more jobs start: interrupted or halted */
+  int interrupted;   /* the signal that interrupted the run, or 0 */
+  bool halted;       /* --halt stopped the run */
+  uint64_t start_ns; /* uv_hrtime() when the run began */
+  uint64_t backfilled, late_heads; /* from the pool's stats, at the end */
+  cq_resource_stats *snapshot; /* room for the progress line's snapshot */
+  size_t snapshot_cap;
+  /* --resume: the sequence numbers to skip (sorted), from the joblog. */
+  size_t *resume_skip;
+  size_t n_resume_skip;
+  FILE *joblog;
+  FILE *json;
+  /* --follow: the input stream. */
+  union {
+    uv_pipe_t pipe;
+    uv_tty_t tty;
+  } input;
+  int input_fd;
+  bool input_handle;
+  struct strbuf input_buf; /* a line not yet complete */
+  size_t input_line;
+};
+
+/* pool.c: the pool from the options: every resource, the jobs budget, and
+ * backfill on. The one place a pool is opened; see its comment. Returns 0,
+ * or 2 after printing why. */
+int pool_open(struct runner *r, const struct options *o);
+
+/* run.c */
+/* Set up the loop; then job_submit() starts jobs as they are added.
+ * Returns 0, or -1 (printed). */
+int runner_start(struct runner *r);
+/* Submit a job that was added (WAITING) or count one that will not run. */
+void job_submit(struct job *job);
+/* No more input: the run may end once the jobs are done. */
+void runner_input_done(struct runner *r);
+/* Run the loop until every job is accounted for. Returns 0, or 1 when the
+ * loop did not close cleanly (a bug, printed). */
+int runner_wait(struct runner *r);
+bool job_failed(const struct job *job);
+
+/* input.c: read the jobs: all of the input now, or with --follow as it
+ * comes, on the loop: input_follow_open() before runner_start() (-1: the
+ * input is a regular file, to read whole), input_follow_start() after.
+ * They return 0, or 2 after printing why. */
+int input_read_all(struct runner *r);
+int input_follow_open(struct runner *r);
+int input_follow_start(struct runner *r);
+/* Stop reading (the run is stopped, or the input ended). */
+void input_close(struct runner *r);
+
+/* output.c: the console. Every byte the runner writes to its stdout and
+ * stderr goes through here, so that none glues onto the progress line. */
+void console_write(struct runner *r, int fd, const char *s, size_t n);
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void console_msg(struct runner *r, const char *fmt, ...);
+/* A job's message, prefixed with "cronoq-run: <label>: ". */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void job_msg(const struct job *job, const char *fmt, ...);
+/* The attempt's output: set up its stdio for uv_spawn (stdio[1], [2]);
+ * start reading after the spawn; print and close it at the end. Return 0
+ * or a uv error. */
+int output_prepare(struct job *job, uv_stdio_container_t *stdio);
+int output_start(struct job *job);
+void output_finish(struct job *job, uv_close_cb closed);
+/* Files of --results opened for the attempt, closed by the caller. */
+void output_close_files(uv_stdio_container_t *stdio);
 
 /* report.c */
-bool job_failed(const struct job *job);
 void progress_draw(struct runner *r);
 void progress_clear(struct runner *r);
-void report_table(const struct runner *r, FILE *out);
+void report_table(struct runner *r);
 void report_json(const struct runner *r, FILE *out);
+
+/* joblog.c */
+/* Open the joblog (appending with --resume) and read what to skip.
+ * Returns 0, or 2 after printing why. */
+int joblog_open(struct runner *r);
+/* Append the job's final attempt. */
+void joblog_write(struct runner *r, const struct job *job);
+bool joblog_skips(const struct runner *r, size_t seq);
 
 #endif /* CRONOQ_RUNNER_H */

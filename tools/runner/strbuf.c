@@ -1,8 +1,9 @@
 /*
- * A growable string for the runner's text: environment entries, the grant
- * description, the progress line. A failed allocation is remembered instead of
- * reported at every call, so a caller builds a whole string and checks once, at
- * sb_take().
+ * A growable string for the runner's text: environment entries, commands
+ * made from templates, the jobs' grouped output, messages, the progress
+ * line. A failed allocation is remembered instead of reported at every
+ * call, so a caller builds a whole string and checks once, at sb_take().
+ * And shell quoting, for the arguments a template puts into a command.
  */
 #include "runner.h"
 
@@ -77,4 +78,40 @@ char *sb_take(struct strbuf *sb) {
   sb->len = sb->cap = 0;
   sb->failed = false;
   return s;
+}
+
+void sb_put_shell_word(struct strbuf *sb, const char *s) {
+  static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                             "0123456789_./:=@%+,-";
+  if (*s != '\0' && s[strspn(s, safe)] == '\0') {
+    sb_puts(sb, s);
+    return;
+  }
+  /* Single quotes keep every byte but the quote itself, which closes
+   * them, is written escaped, and opens them again. */
+  sb_puts(sb, "'");
+  for (const char *q; (q = strchr(s, '\'')) != NULL; s = q + 1) {
+    sb_putn(sb, s, (size_t)(q - s));
+    sb_puts(sb, "'\\''");
+  }
+  sb_puts(sb, s);
+  sb_puts(sb, "'");
+}
+
+void sb_consume(struct strbuf *sb, size_t n) {
+  if (n >= sb->len) {
+    sb->len = 0;
+  } else {
+    memmove(sb->s, sb->s + n, sb->len - n);
+    sb->len -= n;
+  }
+  if (sb->s != NULL)
+    sb->s[sb->len] = '\0';
+}
+
+void sb_free(struct strbuf *sb) {
+  free(sb->s);
+  sb->s = NULL;
+  sb->len = sb->cap = 0;
+  sb->failed = false;
 }

@@ -1,5 +1,6 @@
-# cronoq-run is installed with the library and runs from the installed tree
-# (its RPATH finds the libraries beside it), printing both versions.
+# cronoq-run is installed with the library, with its man page and its bash
+# completion, and runs from the installed tree (its RPATH finds the
+# libraries beside it), printing both versions.
 # Variables: BUILD_DIR, WORK_DIR, VERSION.
 #
 # Each component is installed on its own, so that this test writes its own
@@ -12,6 +13,13 @@ foreach(component Unspecified runner)
     RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "installing component ${component} failed: ${err}")
+  endif()
+endforeach()
+
+foreach(f share/man/man1/cronoq-run.1
+          share/bash-completion/completions/cronoq-run)
+  if(NOT EXISTS ${WORK_DIR}/${f})
+    message(FATAL_ERROR "install did not put ${f} in place")
   endif()
 endforeach()
 

@@ -73,16 +73,34 @@ mark_at() {
     END { if (!found) print 0 }' "$log"
 }
 
+# expect_order FIRST SECOND WHY: both marks are in the log, FIRST before.
+expect_order() {
+  first=$(mark_at "$1")
+  second=$(mark_at "$2")
+  [ "$first" -gt 0 ] || fail "'$1' is not in the log"
+  [ "$second" -gt 0 ] || fail "'$2' is not in the log"
+  [ "$first" -lt "$second" ] || fail "$3"
+}
+
 # The status the summary table gives the job of line $1 ("exit 0",
-# "signal 9", "timed out", ...: always two words).
+# "signal 9", "timed out", ...: two words, but "skipped" and "unkillable").
 status_of() {
-  awk -v line="$1" '$1 == line && $2 != "job(s):" { print $2 " " $3 }' \
-    "$dir/out"
+  awk -v line="$1" '$1 == line && $2 != "job(s):" {
+      print ($2 == "skipped" || $2 == "unkillable") ? $2 : $2 " " $3 }' \
+    "$dir/err"
 }
 
 expect_status() {
   got=$(status_of "$1")
   [ "$got" = "$2" ] || fail "line $1: status '$got', expected '$2'"
+}
+
+# expect_statuses LINE STATUS [LINE STATUS]...
+expect_statuses() {
+  while [ "$#" -ge 2 ]; do
+    expect_status "$1" "$2"
+    shift 2
+  done
 }
 
 # Whether process $1 still runs. A zombie has exited and only waits to be
@@ -110,10 +128,52 @@ expect_no_process_left() {
   done
 }
 
+# The Python that CI has (Debian's): the JSON checks need it, and skip their
+# part without it.
+python=/usr/bin/python3
+have_python() { [ -x "$python" ]; }
+
 # Run the runner with its output in $dir/out and $dir/err; sets $rc.
 run() {
   ${CRONOQ_RUN_WRAPPER:-} "$bin" "$@" >"$dir/out" 2>"$dir/err"
   rc=$?
+}
+
+# A hang guard for a runner in the background: kill it if it is still there
+# after $1 seconds (then `wait` gives 137). unguard stops the guard.
+guard() {
+  (
+    trap 'exit 0' TERM
+    i=0
+    while [ "$i" -lt $(($1 * 10)) ]; do
+      sleep 0.1
+      i=$((i + 1))
+    done
+    kill -KILL "$runner" 2>/dev/null
+  ) &
+  guard_pid=$!
+}
+unguard() { kill "$guard_pid" 2>/dev/null; }
+
+# Stop the runner with signal $1 while job 1 runs and job 2 waits: the
+# running job and what it started are stopped, the waiting one never
+# starts, the summary says so, and the exit status is $2.
+expect_signal_stops_the_jobs() {
+  cat >"$dir/jobs" <<EOF
+slot=1 -- echo \$\$ >'$dir/pid.sh'; sleep 300 & echo \$! >'$dir/pid.sleep'; echo 'start slot 1' >>'$log'; wait
+slot=1 -- touch '$dir/ran.2'
+EOF
+  start_runner --resources slot=1 "$dir/jobs" >"$dir/out" 2>"$dir/err"
+  sh "$dir/await" "$log" '^start slot 1' ||
+    { kill -KILL "$runner"; fail "the job did not start"; }
+  kill "-$1" "$runner"
+  wait "$runner"
+  rc=$?
+  [ "$rc" -eq "$2" ] || fail "exit status $rc, expected $2"
+  grep -q "^2 job(s): 0 ok, 2 failed (1 not started); interrupted by signal $(($2 - 128))" \
+    "$dir/err" || fail "no summary"
+  [ ! -e "$dir/ran.2" ] || fail "a waiting job ran"
+  expect_no_process_left
 }
 
 # Start the runner in the background, with the caller's redirections; sets

@@ -84,7 +84,8 @@ sigint_stops_children_and_prints_the_summary() {
   expect_status 3 "not started"
   expect_status 4 "not started"
   [ ! -e "$dir/ran.3" ] && [ ! -e "$dir/ran.4" ] || fail "a waiting job ran"
-  grep -q "^4 job(s): 0 ok, 4 failed (interrupted by signal 2)" "$dir/out" ||
+  grep -q "^4 job(s): 0 ok, 4 failed (2 not started); interrupted by signal 2" \
+    "$dir/err" ||
     fail "no summary"
   expect_no_process_left
 }
@@ -92,21 +93,12 @@ sigint_stops_children_and_prints_the_summary() {
 # SIGHUP (the terminal or ssh session went away) stops the jobs as SIGINT
 # does: the running ones are stopped, the summary is printed, status 129.
 sighup_stops_the_jobs_like_sigint() {
-  cat >"$dir/jobs" <<EOF
-slot=1 -- echo \$\$ >'$dir/pid.sh'; sleep 300 & echo \$! >'$dir/pid.sleep'; echo 'start slot 1' >>'$log'; wait
-slot=1 -- touch '$dir/ran.2'
-EOF
-  start_runner --resources slot=1 "$dir/jobs" >"$dir/out" 2>"$dir/err"
-  sh "$dir/await" "$log" '^start slot 1' ||
-    { kill -KILL "$runner"; fail "the job did not start"; }
-  kill -HUP "$runner"
-  wait "$runner"
-  rc=$?
-  [ "$rc" -eq 129 ] || fail "exit status $rc, expected 129"
-  grep -q "^2 job(s): 0 ok, 2 failed (interrupted by signal 1)" "$dir/out" ||
-    fail "no summary"
-  [ ! -e "$dir/ran.2" ] || fail "a waiting job ran"
-  expect_no_process_left
+  expect_signal_stops_the_jobs HUP 129
+}
+
+# SIGTERM (a service manager, `kill`) does the same, with status 143.
+sigterm_stops_the_jobs_like_sigint() {
+  expect_signal_stops_the_jobs TERM 143
 }
 
 # The reader of the runner's output goes away (a closed ssh session, `| head`)
@@ -136,5 +128,99 @@ EOF
     [ $(((0x$(cat "$dir/sigign") >> 12) & 1)) -eq 0 ] ||
       fail "the job inherited an ignored SIGPIPE: $(cat "$dir/sigign")"
   fi
+  expect_no_process_left
+}
+
+# --retries: a failed attempt runs again, as a new attempt that queues
+# behind the jobs already waiting (one slot, so the log is the queue's
+# order): A fails once then succeeds, C always fails and is tried 1 + 2
+# times; B, queued before A's retry, runs before it.
+retries_run_a_failed_job_again_behind_the_jobs_queued_before() {
+  cat >"$dir/jobs" <<EOF
+slot=1 -- echo 'run A' >>'$log'; if [ ! -e '$dir/a.once' ]; then touch '$dir/a.once'; exit 3; fi
+slot=1 -- echo 'run B' >>'$log'
+slot=1 -- echo 'run C' >>'$log'; exit 5
+EOF
+  run --resources slot=1 --retries 2 --json "$dir/doc.json" "$dir/jobs"
+  [ "$rc" -eq 1 ] || fail "exit status $rc, expected 1"
+  order=$(awk '{ printf "%s", $2 }' "$log")
+  [ "$order" = ABCACC ] || fail "attempts ran in the order $order"
+  expect_status 1 "exit 0"
+  expect_status 3 "exit 5"
+  grep -q '^cronoq-run: line 1: attempt 1 failed (exit 3); retrying (1 of 2)' \
+    "$dir/err" || fail "the retry is not reported"
+  grep -q '"seq":1,.*"attempts":2' "$dir/doc.json" &&
+    grep -q '"seq":2,.*"attempts":1' "$dir/doc.json" &&
+    grep -q '"seq":3,.*"attempts":3' "$dir/doc.json" ||
+    fail "the attempts are not counted"
+}
+
+# --halt soon,fail=1: once a job fails no more start; the running one
+# finishes (it waits for the halt to be reported, then succeeds); status 3.
+halt_soon_starts_no_more_jobs_and_lets_the_running_ones_finish() {
+  cat >"$dir/jobs" <<EOF
+slot=1 -- sh '$dir/await' '$dir/err' 'halting' && echo 'end 1' >>'$log'
+slot=1 -- exit 7
+slot=1 -- touch '$dir/ran.3'
+slot=1 -- touch '$dir/ran.4'
+EOF
+  run --resources slot=2 --halt soon,fail=1 "$dir/jobs"
+  [ "$rc" -eq 3 ] || fail "exit status $rc, expected 3"
+  expect_statuses 1 "exit 0" 2 "exit 7" 3 "not started" 4 "not started"
+  [ ! -e "$dir/ran.3" ] && [ ! -e "$dir/ran.4" ] || fail "a job started"
+  grep -q "^4 job(s): 1 ok, 3 failed (2 not started); halted by --halt" \
+    "$dir/err" || fail "the summary does not say it halted"
+}
+
+# --halt now,fail=1: the running jobs are stopped too.
+halt_now_stops_the_running_jobs() {
+  cat >"$dir/jobs" <<EOF
+slot=1 -- echo \$\$ >'$dir/pid.1'; sleep 30
+slot=1 -- sh '$dir/await' '$dir/pid.1' . && exit 7
+slot=1 -- touch '$dir/ran.3'
+EOF
+  run --resources slot=2 --halt now,fail=1 "$dir/jobs"
+  [ "$rc" -eq 3 ] || fail "exit status $rc, expected 3"
+  expect_statuses 1 "signal 15" 2 "exit 7" 3 "not started"
+  expect_no_process_left
+}
+
+# --halt fail=P%: a share of all the jobs. Of ten, one failure (10%) does
+# not halt at 20%; the second does.
+halt_fail_percent_is_a_share_of_all_the_jobs() {
+  : >"$dir/jobs"
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    if [ "$i" -le 2 ]; then
+      echo "slot=1 -- exit 1" >>"$dir/jobs"
+    else
+      echo "slot=1 -- touch '$dir/ran.$i'" >>"$dir/jobs"
+    fi
+  done
+  run --resources slot=1 --halt fail=20% "$dir/jobs"
+  [ "$rc" -eq 3 ] || fail "exit status $rc, expected 3"
+  expect_status 1 "exit 1"
+  expect_status 2 "exit 1"
+  expect_status 3 "not started"
+  [ -z "$(ls "$dir" | grep '^ran\.')" ] || fail "a job after the halt ran"
+}
+
+# A second signal does not wait for the grace period (a minute here): the
+# job, which ignores SIGTERM, is killed at once.
+second_signal_kills_at_once() {
+  cat >"$dir/jobs" <<EOF
+slot=1 -- trap '' TERM; echo \$\$ >'$dir/pid.1'; echo 'start slot 1' >>'$log'; sleep 300
+EOF
+  start_runner --resources slot=1 --kill-grace 60 "$dir/jobs" \
+    >"$dir/out" 2>"$dir/err"
+  guard 30
+  sh "$dir/await" "$log" '^start slot 1' || fail "the job did not start"
+  kill -INT "$runner"
+  sh "$dir/await" "$dir/err" 'interrupted' || fail "no interrupt reported"
+  kill -INT "$runner"
+  wait "$runner"
+  rc=$?
+  unguard
+  [ "$rc" -eq 130 ] || fail "exit status $rc, expected 130"
+  expect_status 1 "signal 9"
   expect_no_process_left
 }

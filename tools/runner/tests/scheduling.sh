@@ -27,12 +27,8 @@ cpu=1 -- echo 'start cpu C' >>'$log'; echo 'end cpu C' >>'$log'
 EOF
   run --resources gpu=1,cpu=4 "$dir/jobs"
   [ "$rc" -eq 0 ] || fail "exit status $rc, expected 0"
-  cpu_end=$(mark_at 'end cpu C')
-  b_start=$(mark_at 'start gpu B')
-  a_end=$(mark_at 'end gpu A')
-  [ "$cpu_end" -gt 0 ] && [ "$b_start" -gt 0 ] || fail "a job did not run"
-  [ "$cpu_end" -lt "$b_start" ] || fail "the CPU job waited for GPU job B"
-  [ "$a_end" -lt "$b_start" ] || fail "GPU job B started while A held the GPU"
+  expect_order 'end cpu C' 'start gpu B' "the CPU job waited for GPU job B"
+  expect_order 'end gpu A' 'start gpu B' "GPU job B started while A held the GPU"
 }
 
 # Two devices: six half-device jobs share them two per device, each seeing
@@ -76,10 +72,10 @@ EOF
     "$dir/env" || fail "gpu and memory job: $(grep '^mixed ' "$dir/env")"
   grep -qx "memory cvd= grant=mem=100 inherited=yes" "$dir/env" ||
     fail "memory-only job: $(grep '^memory ' "$dir/env")"
-  grep -qx "nothing cvd= grant= inherited=yes" "$dir/env" ||
+  grep -qx "nothing cvd= grant=jobs=1 inherited=yes" "$dir/env" ||
     fail "job without a request: $(grep '^nothing ' "$dir/env")"
   # The summary shows the devices each job got.
-  [ "$(awk '$1 == 7 { print $6 }' "$dir/out")" = "0,1" ] ||
+  [ "$(awk '$1 == 7 { print $6 }' "$dir/err")" = "0,1" ] ||
     fail "the summary does not show the devices of line 7"
 }
 
@@ -129,7 +125,7 @@ bad_lines_are_reported_and_the_rest_run() {
 slot=1 -- sh '$dir/await' '$dir/err' 'line 6: never fits' && touch '$dir/ran.2'
 gpu0.5 -- touch '$dir/ran.3'
 nosuch=1 -- touch '$dir/ran.4'
-a command without a request
+--
 gpu=8 -- touch '$dir/ran.6'
 
 gpu=0.5 -- touch '$dir/ran.8'
@@ -145,7 +141,7 @@ EOF
     fail "line 3 not reported with its column"
   grep -q '^cronoq-run: line 4: .*unknown resource "nosuch"' "$dir/err" ||
     fail "line 4 not reported"
-  grep -q '^cronoq-run: line 5: expected " -- "' "$dir/err" ||
+  grep -q '^cronoq-run: line 5: no command after "--"' "$dir/err" ||
     fail "line 5 not reported"
   grep -q '^cronoq-run: line 6: never fits: request asks 8 devices of gpu but it has 4' "$dir/err" ||
     fail "line 6 not reported"
@@ -155,5 +151,105 @@ EOF
   expect_status 5 "parse error"
   expect_status 6 "never fits"
   expect_status 8 "exit 0"
-  grep -q "^6 job(s): 2 ok, 4 failed" "$dir/out" || fail "wrong totals"
+  grep -q "^6 job(s): 2 ok, 4 failed" "$dir/err" || fail "wrong totals"
+}
+
+# Lines that name no resources (plain commands, and an empty spec before
+# " -- ") each take one of the -j slots: with -j 2 exactly two run at once;
+# with -j 0 there is no limit; -j P% is that share of the CPUs.
+jobs_naming_nothing_take_one_of_the_j_slots() {
+  : >"$dir/jobs"
+  for i in 1 2 3; do
+    echo "sh '$dir/probe' '$log' job p$i '^start job ' 2" >>"$dir/jobs"
+    echo "-- sh '$dir/probe' '$log' job e$i '^start job ' 2" >>"$dir/jobs"
+  done
+  run -j 2 "$dir/jobs"
+  [ "$rc" -eq 0 ] || fail "-j 2: exit status $rc, expected 0"
+  [ "$(grep -c '^end ' "$log")" -eq 6 ] || fail "-j 2: not every job ran"
+  [ "$(peak job)" -eq 2 ] || fail "-j 2: $(peak job) jobs ran at once"
+  : >"$log"
+  sed 's/ 2$/ 6/' "$dir/jobs" >"$dir/jobs6"
+  run -j 0 "$dir/jobs6"
+  [ "$rc" -eq 0 ] && [ "$(peak job)" -eq 6 ] ||
+    fail "-j 0: status $rc, $(peak job) at once, expected all 6"
+  cpus=$(getconf _NPROCESSORS_ONLN)
+  half=$((cpus / 2))
+  [ "$half" -ge 1 ] || half=1
+  : >"$log"
+  : >"$dir/jobs"
+  for i in $(seq $((half + 1))); do
+    echo "sh '$dir/probe' '$log' job h$i '^start job ' $half" >>"$dir/jobs"
+  done
+  run -j 50% "$dir/jobs"
+  [ "$rc" -eq 0 ] && [ "$(peak job)" -eq "$half" ] ||
+    fail "-j 50% of $cpus CPUs: status $rc, $(peak job) at once"
+}
+
+# Backfill: A holds 2 of 4 CPUs with a 60 s limit; H, a 4-CPU job, waits at
+# the head for A; S, a 2-CPU job with a 5 s limit, ends before H could start
+# anyway (A's limit), so it runs in what H waits for and ends before H
+# starts. A waits for S's end, so S running first is not a matter of timing;
+# the library says no head was granted after its shadow time.
+a_short_job_is_backfilled_before_a_waiting_large_job() {
+  cat >"$dir/jobs" <<EOF
+cpu=2,timeout=60,name=A -- echo 'start cpu A' >>'$log'; sh '$dir/await' '$log' '^end cpu S' && echo 'end cpu A' >>'$log'
+cpu=4,timeout=60,name=H -- echo 'start cpu H' >>'$log'; echo 'end cpu H' >>'$log'
+cpu=2,timeout=5,name=S -- echo 'start cpu S' >>'$log'; echo 'end cpu S' >>'$log'
+EOF
+  run --resources cpu=4 --json "$dir/doc.json" "$dir/jobs"
+  [ "$rc" -eq 0 ] || fail "exit status $rc, expected 0"
+  expect_order 'end cpu S' 'start cpu H' "the short job did not run before H"
+  expect_order 'end cpu A' 'start cpu H' "H started while A held its CPUs"
+  grep -q "^3 job(s): 3 ok, 0 failed; 1 backfilled" "$dir/err" ||
+    fail "the summary does not count the backfilled job"
+  grep -q '"backfilled":1,"late_heads":0' "$dir/doc.json" ||
+    fail "not one backfill, or a head granted after its shadow time"
+}
+
+# A line's timeout= is its limit, in place of --timeout, either way.
+line_timeout_overrides_the_global_timeout() {
+  cat >"$dir/jobs" <<EOF
+timeout=0.3 -- sleep 30
+timeout=30 -- sleep 1
+sleep 30
+timeout=0x10 -- touch '$dir/ran.4'
+EOF
+  run --timeout 0.5 "$dir/jobs"
+  [ "$rc" -eq 1 ] || fail "exit status $rc, expected 1"
+  expect_status 1 "timed out"
+  expect_status 2 "exit 0"
+  expect_status 3 "timed out"
+  expect_status 4 "parse error"
+  grep -q '^cronoq-run: line 4: timeout= wants a duration' "$dir/err" ||
+    fail "a bad timeout= is not reported"
+  [ ! -e "$dir/ran.4" ] || fail "the line with a bad timeout= ran"
+}
+
+# The environment describes the grant: CRONOQ_GPU_FRACTION is the share of
+# each GPU held, --device-env gives other variables the ids of another
+# pool's devices (or the GPUs' under another name), CRONOQ_JOB_SEQ,
+# CRONOQ_JOB_SLOT and CRONOQ_JOB_NAME say which job it is. Stale values in
+# the runner's environment never reach a job.
+job_environment_describes_the_grant() {
+  cat >"$dir/envjob" <<'EOF'
+echo "$1 frac=${CRONOQ_GPU_FRACTION-unset} tpu=${TPU_IDS-unset} hip=${HIP_VISIBLE_DEVICES-unset} seq=${CRONOQ_JOB_SEQ-unset} slot=${CRONOQ_JOB_SLOT-unset} name=${CRONOQ_JOB_NAME-unset}" >>"$2"
+EOF
+  cat >"$dir/jobs" <<EOF
+gpu=0.5,name=half -- sh '$dir/envjob' half '$dir/env'
+gpu=2 -- sh '$dir/envjob' whole '$dir/env'
+tpu=2 -- sh '$dir/envjob' tpus '$dir/env'
+sh '$dir/envjob' plain '$dir/env'
+EOF
+  CRONOQ_GPU_FRACTION=stale TPU_IDS=stale HIP_VISIBLE_DEVICES=stale \
+    run --resources gpu=2,tpu:devices=4 -j 1 --device-env tpu=TPU_IDS \
+    --device-env gpu=HIP_VISIBLE_DEVICES "$dir/jobs"
+  [ "$rc" -eq 0 ] || fail "exit status $rc, expected 0"
+  grep -qx 'half frac=0.5 tpu= hip=[01] seq=1 slot=[1-4] name=half' \
+    "$dir/env" || fail "half a GPU: $(grep '^half ' "$dir/env")"
+  grep -qx 'whole frac=1 tpu= hip=0,1 seq=2 slot=[1-4] name=line 2' \
+    "$dir/env" || fail "two GPUs: $(grep '^whole ' "$dir/env")"
+  grep -qx 'tpus frac= tpu=[0-3],[0-3] hip= seq=3 slot=[1-4] name=line 3' \
+    "$dir/env" || fail "two TPUs: $(grep '^tpus ' "$dir/env")"
+  grep -qx 'plain frac= tpu= hip= seq=4 slot=[1-4] name=line 4' \
+    "$dir/env" || fail "no device: $(grep '^plain ' "$dir/env")"
 }

@@ -1,0 +1,100 @@
+/*
+ * The pool the jobs are admitted by, made from the options.
+ *
+ * pool_open() is the only place that creates the pool and declares what is
+ * in it; everything after it uses the public API on whatever pool it made.
+ * A shared (fleet) pool opened by URL can take its place here: the rest of
+ * the runner asks nothing of the pool but what the API offers.
+ *
+ * What it makes:
+ * - the resources of --resources, as cq_pool_add_spec() reads them;
+ * - the jobs budget of -j (RUNNER_JOBS_BUDGET, one CPU each by default),
+ *   which the default request asks one unit of, so that a job naming
+ *   nothing is still limited (0: no budget, no limit);
+ * - backfill on (CQ_POOL_BACKFILL): only requests with a hold limit ever
+ *   backfill, and the runner gives one to every job with a time limit, so
+ *   with no limits nothing changes but that every acquire takes the lock.
+ * It checks the names the runner itself gives a meaning to: the GPU pool,
+ * the pools of --device-env, the default request, and that no resource
+ * takes a name the job lines use for the runner (timeout=, name=).
+ */
+#include "runner.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int pool_error(const char *what, const char *detail) {
+  fprintf(stderr, "cronoq-run: %s%s%s\n", what, detail[0] != '\0' ? ": " : "",
+          detail);
+  return 2;
+}
+
+/* Whether `name` is a device pool of the pool. */
+static bool is_device_pool(cq_pool *pool, const char *name) {
+  cq_resource_stats st;
+  return cq_resource_stats_get(pool, name, &st) == 0 &&
+         st.kind == CQ_KIND_DEVICES;
+}
+
+int pool_open(struct runner *r, const struct options *o) {
+  cq_pool_config cfg = CQ_POOL_CONFIG_INIT;
+  cfg.flags = CQ_POOL_BACKFILL;
+  int rc = cq_pool_create(&r->pool, &cfg);
+  if (rc != 0)
+    return pool_error(cq_strerror(rc), "");
+  char err[256] = "";
+  if (o->resources != NULL &&
+      (rc = cq_pool_add_spec(r->pool, o->resources, NULL, err,
+                             sizeof(err))) != 0)
+    return pool_error(err[0] != '\0' ? err : cq_strerror(rc), "");
+  static const char *const reserved[] = {"timeout", "name"};
+  for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
+    cq_resource_stats st;
+    if (cq_resource_stats_get(r->pool, reserved[i], &st) == 0) {
+      fprintf(stderr,
+              "cronoq-run: --resources: \"%s\" is a word of the job lines "
+              "(%s=); give the resource another name\n",
+              reserved[i], reserved[i]);
+      return 2;
+    }
+  }
+
+  /* The jobs budget; a --resources budget of that name takes its place. */
+  cq_resource_stats st;
+  bool own_jobs = cq_resource_stats_get(r->pool, RUNNER_JOBS_BUDGET, &st) == 0;
+  if (!own_jobs && o->jobs > 0 &&
+      (rc = cq_budget_add(r->pool, RUNNER_JOBS_BUDGET, o->jobs)) != 0)
+    return pool_error("-j", cq_strerror(rc));
+  const char *request = o->request;
+  if (request == NULL)
+    request = own_jobs || o->jobs > 0 ? RUNNER_JOBS_BUDGET "=1" : "";
+  r->default_request = strdup(request);
+  if (r->default_request == NULL)
+    return pool_error("out of memory", "");
+  cq_req check;
+  if (cq_req_init(&check, r->pool) != 0 || cq_req_parse(&check, request) != 0)
+    return pool_error("--request", cq_req_error(&check));
+
+  const char *gpu = o->gpu_pool != NULL ? o->gpu_pool : "gpu";
+  if (is_device_pool(r->pool, gpu))
+    r->gpu_pool = gpu;
+  else if (o->gpu_pool != NULL)
+    return pool_error("--gpu-pool", "--resources has no device pool of that "
+                                    "name");
+  for (size_t i = 0; i < o->n_device_env; i++)
+    if (!is_device_pool(r->pool, o->device_env[i].pool)) {
+      fprintf(stderr,
+              "cronoq-run: --device-env %s=%s: --resources has no device "
+              "pool of that name\n",
+              o->device_env[i].pool, o->device_env[i].var);
+      return 2;
+    }
+
+  /* Room for every resource: they are only added here. (+ 1: calloc(0)
+   * may return NULL, which would read as out of memory.) */
+  (void)cq_pool_snapshot(r->pool, NULL, 0, &r->snapshot_cap);
+  r->snapshot = calloc(r->snapshot_cap + 1, sizeof(*r->snapshot));
+  if (r->snapshot == NULL)
+    return pool_error("out of memory", "");
+  return 0;
+}
