@@ -1,0 +1,1268 @@
+"""Pools, requests and grants over libcronoq's C API.
+
+The rules of cronoq.h, and how this module keeps them for its callers:
+
+- A cq_req must stay where it is, unchanged, while an attempt made with it
+  waits. A Request owns its storage and is complete once constructed; it
+  has no method that changes it. Every Grant keeps its Request alive.
+- A cq_grant must stay where it is while it waits or holds units, and one
+  grant must not be passed to two calls at once (a release and a release,
+  an acquire and an acquire). A Grant owns its storage (taken from the
+  pool's spares, storage of grants gone before, when there is one). Its
+  token list is its gate: it holds one token, idle or held, which whoever
+  starts an attempt or releases takes with ``list.pop()``, atomic under the
+  GIL, so of two threads that start an attempt, or release, at the same
+  moment, exactly one gets it and the other is refused with InvalidState
+  before the library is reached. cq_grant_cancel() is the one call that may
+  race with the grant's own calls, as the header allows.
+- A callback of cq_grant_submit() runs exactly once, on any thread: inside
+  the submit call, inside a release or a cancel on another thread, or on
+  the pool's timer thread. One module-level trampoline (alive as long as
+  the module, so longer than every pool) finds the waiter by the grant's
+  address in ``_waiters``, which keeps the waiter, its Grant and so the
+  storage alive until the callback has run.
+- Cancel safety. A waiter that gives up (asyncio cancelled its task, or an
+  exception such as KeyboardInterrupt interrupted the wait) calls
+  ``_Waiter.abandon()``. Under the waiter's lock it either finds the outcome
+  already delivered, or cancels; when cq_grant_cancel() returns CQ_ESTATE
+  the attempt was decided (granted) on another thread and its callback is
+  on its way, so the waiter is marked abandoned and the callback releases
+  the grant. Either way a grant that won the race is released exactly once,
+  by whoever sees the outcome second.
+- Waiting. On threads other than the main one, a wait blocks in
+  cq_grant_acquire() with the GIL released, and the library's policy for
+  blocked threads applies (running threads may take free units; a waiter
+  that has waited long enough is handed them directly). On the main thread
+  a wait is a callback wait on a threading.Event instead, because a thread
+  blocked in C cannot run signal handlers: there, Ctrl-C (KeyboardInterrupt)
+  cancels the wait. asyncio waits are callback waits whose outcome is
+  passed to the loop with call_soon_threadsafe().
+- Destroying a pool while any call is in progress is undefined behaviour,
+  so Pool has no destroy method: close() fails the waiters and refuses new
+  attempts, and the C pool is freed when the last Python reference to it
+  goes (every Request and Grant holds one, and a thread inside a call holds
+  one through its frame).
+- A pool belongs to the process that created it. In a child made by fork()
+  it refuses every attempt with NotSupported (the child's copy is not
+  shared with anyone, so its limits would mean nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import decimal
+import math
+import numbers
+import os
+import threading
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Dict, Generator, List, Optional, Tuple, Union
+
+from . import _lib
+from ._errors import (
+    CronoqError,
+    InvalidArgument,
+    InvalidState,
+    NotSupported,
+    OutOfRange,
+    WrongPool,
+    error,
+)
+
+api = _lib.api
+_try = api.cq_grant_try
+_release = api.cq_grant_release
+_cancel = api.cq_grant_cancel
+_acquire = api.cq_grant_acquire
+
+_EINVAL = -1
+_EBUSY = -3
+_ETIMEDOUT = -4
+_ECANCELED = -5
+_ENOENT = -8
+_EINUSE = -10
+_ESTATE = -11
+_ERANGE = -13
+_EPARSE = -16
+
+_main_ident = threading.main_thread().ident
+
+# Bumped in every child made by fork(); a pool remembers the value it was
+# made with.
+_generation = 0
+
+
+def _after_fork_in_child() -> None:
+    global _generation
+    _generation += 1
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+# Amounts of a request: what a dict value may be, and its text.
+Amount = Union[int, float, decimal.Decimal, str]
+RequestLike = Union["Request", str, Mapping[str, Any]]
+
+
+def _fail(rc: int, context: str) -> CronoqError:
+    return error(rc, "%s: %s" % (context, _lib.strerror(rc)))
+
+
+def _bytes(text: str, what: str) -> bytes:
+    if not isinstance(text, str):
+        raise TypeError("%s must be a str, not %s" % (what, type(text).__name__))
+    b = text.encode()
+    if b"\0" in b:  # a C string would silently end there
+        raise InvalidArgument(_EINVAL, "%s %r contains a NUL character" % (what, text))
+    return b
+
+
+def _int64(value: Any, what: str) -> int:
+    # ctypes would wrap an int beyond 64 bits silently; refuse it here.
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError("%s must be an int, not %s" % (what, type(value).__name__))
+    value = int(value)
+    if not -(2**63) <= value < 2**63:
+        raise OutOfRange(_ERANGE, "%s %d is out of range" % (what, value))
+    return value
+
+
+def _seconds(value: Any, what: str) -> Optional[float]:
+    """None, or a number of seconds >= 0 (infinity is None)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError("%s must be a number of seconds or None" % what)
+    value = float(value)
+    if math.isnan(value) or value < 0:
+        raise InvalidArgument(_EINVAL, "%s must be >= 0 seconds, not %r" % (what, value))
+    return None if math.isinf(value) else value
+
+
+def _deadline_ms(timeout: Optional[float]) -> int:
+    """The absolute deadline on the library's clock for a wait of `timeout`
+    seconds from now, rounded up to the millisecond."""
+    if timeout is None:
+        return _lib.NEVER
+    d = api.cq_now() + math.ceil(timeout * 1000)
+    return d if d < _lib.NEVER else _lib.NEVER
+
+
+def _amount_text(value: Amount, resource: str) -> bytes:
+    """The library's text for an amount: "2", "0.5". An integral float is
+    written as an integer, so {"db": 2.0} means 2 units and {"gpu": 1.0}
+    one whole device; other floats are written exactly as Python shows them
+    (0.0005 stays 0.0005 and is refused by the library, never rounded)."""
+    if isinstance(value, bool):
+        raise TypeError("amount of %r must be a number, not bool" % resource)
+    if isinstance(value, numbers.Integral):
+        return str(int(value)).encode()
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise OutOfRange(_ERANGE, "amount of %r is %r" % (resource, value))
+        if value.is_integer():
+            return str(int(value)).encode()
+        return format(decimal.Decimal(repr(value)), "f").encode()
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f").encode()
+    if isinstance(value, str):
+        return _bytes(value, "amount of %r" % resource)
+    raise TypeError(
+        "amount of %r must be an int, float, Decimal or str, not %s"
+        % (resource, type(value).__name__)
+    )
+
+
+def _detect_opts(nvidia_smi: Optional[str], timeout: Optional[float]):
+    if nvidia_smi is None and timeout is None:
+        return None
+    opts = _lib.DetectOpts()
+    if nvidia_smi is not None:
+        opts.nvidia_smi = _bytes(nvidia_smi, "nvidia_smi")
+    t = _seconds(timeout, "timeout")
+    if t is not None:
+        opts.timeout_ms = max(1, math.ceil(t * 1000))
+    return opts
+
+
+def _no_device(name: str, index: int) -> CronoqError:
+    return error(_ENOENT, "device pool %r has no device %d" % (name, index))
+
+
+def _forked(pool: "Pool") -> NotSupported:
+    return NotSupported(
+        detail="this pool was created in process %d, before a fork; a pool "
+        "belongs to the process that created it: create one in each worker "
+        "process (or, once they exist, share a fleet pool with Pool.connect())"
+        % pool._pid
+    )
+
+
+# ---------------------------------------------------------------------------
+# Snapshots
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """A consistent snapshot of the pool as a whole (cq_pool_stats)."""
+
+    waiting: int  #: requests waiting now
+    waited_grants: int  #: grants to requests that had to wait, ever
+    wakeups: int  #: blocked threads woken: one per outcome
+    events_dropped: int  #: events the hook fell too far behind for
+    overdue: int  #: grants that outlived their hold limit, ever
+    backfilled: int  #: grants made by backfill, ever
+    late_heads: int  #: oldest waiters granted after their shadow time, ever
+
+
+@dataclass(frozen=True)
+class WaitStats:
+    """Waiting times of the requests granted on a resource."""
+
+    count: int  #: grants measured: every grant, 0 ms when at once
+    p50_ms: int  #: median, from a histogram (within 1/8 of the value)
+    p99_ms: int  #: 99th percentile, likewise
+    max_ms: int  #: exact
+    sum_ms: int  #: of all the waits: sum_ms / count is the mean
+
+
+@dataclass(frozen=True)
+class ResourceStats:
+    """A consistent snapshot of one resource (cq_resource_stats). For a
+    device pool the amounts are thousandths of a device over all its
+    devices; for a class they count workers."""
+
+    name: str
+    kind: str  #: "budget", "devices" or "class"
+    lone: bool  #: the lone-request allowance is on
+    capacity: int
+    in_use: int  #: held by grants
+    withheld: int  #: free, but set aside for the claimant
+    peak: int  #: highest in_use seen
+    waiting: int  #: waiting requests that name it
+    grants: int  #: grants that included it, ever
+    timeouts: int  #: waiters that named it and timed out, ever
+    cancellations: int  #: waiters that named it and were cancelled
+    wait: WaitStats
+    devices: int  #: device pools: devices
+    online: int  #: device pools: of which online
+
+
+@dataclass(frozen=True)
+class DeviceStats:
+    """A snapshot of one device of a device pool (cq_device_stats)."""
+
+    id: str  #: physical id or UUID
+    index: int  #: position in the pool, 0-based
+    online: bool  #: takes new work
+    whole: bool  #: held whole by one grant
+    reserved: bool  #: reserved for the pool's claimant
+    used_milli: int  #: thousandths held
+    peak_milli: int  #: highest used_milli seen
+    grants: int  #: grants placed on this device, ever
+
+
+@dataclass(frozen=True)
+class GpuList:
+    """What GPU detection found: the device ids, and where they came from
+    ("CRONOQ_NUM_GPUS", "CUDA_VISIBLE_DEVICES", "nvidia-smi" or "none")."""
+
+    ids: Tuple[str, ...]
+    source: str
+
+
+_KINDS = {_lib.KIND_BUDGET: "budget", _lib.KIND_DEVICES: "devices", _lib.KIND_CLASS: "class"}
+
+
+def _resource_stats(s: "_lib.ResourceStats") -> ResourceStats:
+    w = s.wait
+    return ResourceStats(
+        name=s.name.decode(),
+        kind=_KINDS.get(s.kind, str(s.kind)),
+        lone=bool(s.flags & _lib.BUDGET_LONE),
+        capacity=s.capacity,
+        in_use=s.in_use,
+        withheld=s.withheld,
+        peak=s.peak,
+        waiting=s.waiting,
+        grants=s.grants,
+        timeouts=s.timeouts,
+        cancellations=s.cancellations,
+        wait=WaitStats(w.count, w.p50_ms, w.p99_ms, w.max_ms, w.sum_ms),
+        devices=s.devices,
+        online=s.online,
+    )
+
+
+def detect_gpus(nvidia_smi: Optional[str] = None, timeout: Optional[float] = None) -> GpuList:
+    """Find this machine's GPUs, first match wins:
+
+    1. CRONOQ_NUM_GPUS, an explicit count: ids "0".."n-1";
+    2. CUDA_VISIBLE_DEVICES: its comma-separated entries, indices or UUIDs,
+       become the ids (an empty value means no GPUs);
+    3. the output of ``nvidia-smi -L``, run with a timeout (5 s unless
+       `timeout` says otherwise): the GPUs' UUIDs.
+
+    No GPU found is an empty list; a missing, failing or hung nvidia-smi
+    means no GPUs, not an error. `nvidia_smi` is the command to run (default:
+    $CRONOQ_NVIDIA_SMI, else "nvidia-smi" in PATH). Raises ParseError for an
+    unparsable variable or output, naming it. The GIL is released while
+    detection runs.
+    """
+    out = _lib.GpuList()
+    opts = _detect_opts(nvidia_smi, timeout)
+    rc = api.cq_gpu_detect(ctypes.byref(out), ctypes.byref(opts) if opts else None)
+    try:
+        if rc != 0:
+            raise error(rc, out.error.decode() or "GPU detection: %s" % _lib.strerror(rc))
+        ids = tuple(out.ids[i].decode() for i in range(out.count))
+        return GpuList(ids=ids, source=out.source.decode() if out.source else "none")
+    finally:
+        api.cq_gpu_list_free(ctypes.byref(out))
+
+
+# ---------------------------------------------------------------------------
+# Waiting on a callback
+# ---------------------------------------------------------------------------
+
+_waiters: Dict[int, "_Waiter"] = {}
+
+
+@_lib.GRANT_CB
+def _trampoline(grant_address: int, status: int) -> None:
+    waiter = _waiters.pop(grant_address, None)
+    if waiter is not None:
+        waiter.deliver(status)
+
+
+class _Waiter:
+    """One callback attempt of a Grant, from submit until its outcome is
+    consumed. ``status`` is None until the callback has run."""
+
+    __slots__ = ("grant", "lock", "status", "abandoned")
+
+    def __init__(self, grant: "Grant") -> None:
+        self.grant = grant
+        # Re-entrant: a cancel made under the lock may run the callback
+        # on this very thread before it returns.
+        self.lock = threading.RLock()
+        self.status: Optional[int] = None
+        self.abandoned = False
+
+    def submit(self, deadline_ms: int) -> int:
+        g = self.grant
+        key = ctypes.addressof(g._g)
+        _waiters[key] = self
+        rc = api.cq_grant_submit(g._pool._h, g._g, g._req._r, deadline_ms, _trampoline)
+        if rc < 0:  # the callback will never run
+            _waiters.pop(key, None)
+        return rc
+
+    def notify(self) -> bool:
+        """Tell the waiting side; False when nobody can be told."""
+        raise NotImplementedError
+
+    def deliver(self, status: int) -> None:
+        """The callback: runs exactly once, on any thread."""
+        with self.lock:
+            self.status = status
+            if not self.abandoned and self.notify():
+                return
+        self.grant._end_abandoned(status)
+
+    def abandon(self) -> None:
+        """The waiting side gives up. Afterwards nothing of this attempt is
+        held, or it will be released as soon as its callback runs."""
+        with self.lock:
+            if self.status is None:
+                g = self.grant
+                _cancel(g._pool._h, g._g)
+                if self.status is None:
+                    # Decided on another thread (CQ_ESTATE), or cancelled
+                    # with the callback queued behind the one this thread
+                    # runs: whoever delivers ends the attempt.
+                    self.abandoned = True
+                    return
+            status = self.status
+        self.grant._end_abandoned(status)
+
+
+class _ThreadWaiter(_Waiter):
+    __slots__ = ("event",)
+
+    def __init__(self, grant: "Grant") -> None:
+        super().__init__(grant)
+        self.event = threading.Event()
+
+    def notify(self) -> bool:
+        self.event.set()
+        return True
+
+
+class _LoopWaiter(_Waiter):
+    __slots__ = ("loop", "fut", "loop_thread")
+
+    def __init__(self, grant: "Grant", loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(grant)
+        self.loop = loop
+        self.fut = loop.create_future()
+        self.loop_thread = threading.get_ident()
+
+    def notify(self) -> bool:
+        try:
+            if threading.get_ident() == self.loop_thread:
+                self.loop.call_soon(self._resolve)
+            else:
+                self.loop.call_soon_threadsafe(self._resolve)
+        except RuntimeError:  # the loop is closed: nobody will consume it
+            return False
+        return True
+
+    def _resolve(self) -> None:
+        if not self.fut.done():  # a cancelled task cancelled its future
+            self.fut.set_result(self.status)
+
+
+# ---------------------------------------------------------------------------
+# Requests
+# ---------------------------------------------------------------------------
+
+
+class Request:
+    """A set of (resource, amount) pairs for one pool, granted all at once or
+    not at all. Built once and reused for any number of attempts, also by
+    several threads at once.
+
+    `spec` is a request spec, ``"gpu=0.5,warehouse-db=1,class=predict"``
+    (blanks around items and ``=`` allowed), or a dict,
+    ``{"gpu": 0.5, "warehouse-db": 1}``: units of a budget as an int, and
+    for a device pool a fraction of one device (0.5) or whole devices (2).
+    The key "class" (or `class_`) gives the request a class: each grant of
+    it counts as one worker of the class. `hold_limit` (seconds) declares
+    that every grant of it is released within that time; backfill pools let
+    such requests use capacity withheld for an older waiter.
+
+    Whether an amount fits the capacity is checked by every acquire, since
+    capacities can change. A request cannot be changed once made: make
+    another. Raises UnknownResource, OutOfRange, NameInUse (a resource named
+    twice), TooMany, ParseError or InvalidArgument with the library's
+    message, e.g. ``request spec: expected '=' after "gpu" at column 4``.
+    """
+
+    __slots__ = ("_pool", "_r", "_text", "__weakref__")
+
+    def __init__(
+        self,
+        pool: "Pool",
+        spec: Union[str, Mapping[str, Any], None] = None,
+        *,
+        class_: Optional[str] = None,
+        hold_limit: Optional[float] = None,
+    ) -> None:
+        if not isinstance(pool, Pool):
+            raise TypeError("Request needs a Pool, not %s" % type(pool).__name__)
+        pool._check_process()
+        self._pool = pool
+        r = self._r = _lib.ReqStorage()
+        rc = api.cq_req_init(r, pool._h)
+        if rc != 0:
+            raise _fail(rc, "request")
+        if isinstance(spec, str):
+            self._text = spec
+            rc = api.cq_req_parse(r, _bytes(spec, "request spec"))
+            if rc != 0:
+                raise self._error(rc)
+        elif isinstance(spec, Mapping):
+            parts = []
+            for resource, amount in spec.items():
+                if resource == "class":
+                    if class_ is not None and class_ != amount:
+                        raise InvalidArgument(
+                            _EINVAL, "request names two classes: %r and %r" % (amount, class_)
+                        )
+                    class_ = amount
+                    continue
+                text = _amount_text(amount, resource)
+                rc = api.cq_req_add_str(r, _bytes(resource, "resource name"), text)
+                if rc != 0:
+                    raise self._error(rc)
+                parts.append("%s=%s" % (resource, text.decode()))
+            if class_ is not None:
+                parts.append("class=%s" % class_)
+            self._text = ",".join(parts)
+        elif spec is None:
+            self._text = "class=%s" % class_ if class_ is not None else ""
+        else:
+            raise TypeError("a request spec is a str or a dict, not %s" % type(spec).__name__)
+        if class_ is not None:
+            if isinstance(spec, str):
+                self._text += ",class=%s" % class_ if self._text else "class=%s" % class_
+            rc = api.cq_req_set_class(r, _bytes(class_, "class name"))
+            if rc != 0:
+                raise self._error(rc)
+        limit = _seconds(hold_limit, "hold_limit")
+        if limit is not None:
+            rc = api.cq_req_set_hold_limit(r, math.ceil(limit * 1000))
+            if rc != 0:
+                raise self._error(rc)
+
+    def _error(self, rc: int) -> CronoqError:
+        return error(rc, api.cq_req_error(self._r).decode())
+
+    @property
+    def pool(self) -> "Pool":
+        """The pool the request was made for."""
+        return self._pool
+
+    def __len__(self) -> int:
+        """Number of resources the request names (its class included)."""
+        return api.cq_req_count(self._r)
+
+    def __repr__(self) -> str:
+        return "Request(%r)" % self._text
+
+
+# ---------------------------------------------------------------------------
+# Grants
+# ---------------------------------------------------------------------------
+
+
+_IDLE = 0  # Grant._tok: no attempt under way
+_HELD = 1  # Grant._tok: units held
+_IDLE_TOKEN = [_IDLE]
+_HELD_TOKEN = [_HELD]
+
+
+def _in_use() -> InvalidState:
+    return InvalidState(_ESTATE, "this grant is in use: its attempt waits or holds units")
+
+
+def _not_held() -> InvalidState:
+    return InvalidState(_ESTATE, "this grant holds nothing: released already, or never granted")
+
+
+class Grant:
+    """One attempt at a request and, once granted, the units it holds.
+
+    Made by Pool.acquire() (which does not wait yet), Pool.try_acquire()
+    and Pool.acquire_async(). As a context manager it acquires on entry
+    and releases on exit, on every path, exceptions included::
+
+        with pool.acquire({"db": 1}, timeout=5.0) as grant:
+            run_task()
+
+    Releasing returns every unit at once, exactly once. A grant can be used
+    for another attempt once released or finished. A grant garbage-collected
+    while it holds units releases them (with a ResourceWarning): release
+    explicitly, or use ``with``.
+    """
+
+    # _tok is the gate: one token, _IDLE or _HELD, taken with list.pop()
+    # (atomic under the GIL) by whoever starts an attempt or releases, and
+    # put back when that ends. It is empty while an attempt is under way.
+    __slots__ = ("_pool", "_req", "_g", "_timeout", "_tok")
+
+    def __init__(self, pool: "Pool", req: Request, timeout: Optional[float] = None) -> None:
+        self._pool = pool
+        self._req = req
+        spare = pool._spare
+        try:  # storage of grants gone before, idle, of this pool
+            self._g = spare.pop() if spare else _lib.GrantStorage()
+        except IndexError:  # another thread took the last one meanwhile
+            self._g = _lib.GrantStorage()
+        self._timeout = timeout
+        self._tok = [_IDLE]
+
+    # -- the attempt --------------------------------------------------------
+
+    def _start(self) -> int:
+        """Start an attempt with a try: 0 when the grant now holds units
+        (granted at once, or held already), else the try's code, the attempt
+        still under way. InvalidState while another attempt is under way."""
+        pool = self._pool
+        if pool._gen != _generation:
+            raise _forked(pool)
+        tok = self._tok
+        try:
+            if tok.pop() != _IDLE:
+                tok.append(_HELD)
+                return 0
+        except IndexError:
+            raise _in_use() from None
+        rc = _try(pool._h, self._g, self._req._r)
+        if rc == 0:
+            tok.append(_HELD)
+        return rc
+
+    def __enter__(self) -> "Grant":
+        """Acquire, waiting up to the timeout given to Pool.acquire(); a grant
+        that already holds units (from try_acquire(), wait() or an await) is
+        entered as it is. Either way the exit releases it."""
+        rc = self._start()
+        return self if rc == 0 else self._wait(rc)
+
+    def wait(self) -> "Grant":
+        """Acquire without a ``with`` block: wait (up to the timeout given to
+        Pool.acquire()) until granted, and return the grant, which the caller
+        must release(). Raises Timeout, Cancelled, Closed, NeverFits, ...,
+        and InvalidState when the grant's attempt is under way or holds."""
+        if self._tok == _HELD_TOKEN:
+            raise _in_use()
+        return self.__enter__()
+
+    def _wait(self, rc: int) -> "Grant":
+        """After a try that returned `rc`: wait if it was busy, else fail."""
+        if rc == _EBUSY:
+            pool = self._pool
+            timeout = self._timeout
+            if timeout == 0:
+                rc = _ETIMEDOUT  # a deadline already past: one attempt
+            elif threading.get_ident() != _main_ident:
+                rc = _acquire(pool._h, self._g, self._req._r, _deadline_ms(timeout))  # no GIL
+            else:
+                rc = self._wait_on_event(_deadline_ms(timeout))
+            if rc == 0:
+                self._tok.append(_HELD)
+                return self
+        raise self._end_failed(rc)
+
+    def _end_failed(self, rc: int) -> CronoqError:
+        exc = error(rc, api.cq_grant_error(self._g).decode())
+        self._tok.append(_IDLE)
+        return exc
+
+    def _end_abandoned(self, status: int) -> None:
+        """End an attempt whose waiting side has gone: release it if it won."""
+        if status == 0 and self._pool._gen == _generation:
+            _release(self._pool._h, self._g)
+        self._tok.append(_IDLE)
+
+    def _wait_on_event(self, deadline_ms: int) -> int:
+        waiter = _ThreadWaiter(self)
+        rc = waiter.submit(deadline_ms)
+        if rc < 0:
+            return rc
+        try:
+            waiter.event.wait()  # interruptible by signals, GIL released
+        except BaseException:
+            waiter.abandon()
+            raise
+        return waiter.status  # type: ignore[return-value]
+
+    async def _enter_async(self) -> "Grant":
+        rc = self._start()
+        if rc == 0:
+            return self
+        if rc == _EBUSY:
+            if self._timeout == 0:
+                rc = _ETIMEDOUT
+            else:
+                try:
+                    waiter = _LoopWaiter(self, asyncio.get_running_loop())
+                except BaseException:
+                    self._tok.append(_IDLE)
+                    raise
+                rc = waiter.submit(_deadline_ms(self._timeout))
+                if rc == 0:
+                    try:
+                        rc = await waiter.fut
+                    except BaseException:  # the task was cancelled
+                        waiter.abandon()
+                        raise
+            if rc == 0:
+                self._tok.append(_HELD)
+                return self
+        raise self._end_failed(rc)
+
+    def cancel(self) -> bool:
+        """Cancel the attempt under way, from any thread. Returns True when it
+        cancelled a wait: the waiting side raises Cancelled and nothing is
+        held. Returns False when there was no wait to cancel: no attempt
+        under way, or it was granted first (the cancel lost the race; the
+        holder keeps the grant and releases it as usual), or it failed."""
+        pool = self._pool
+        tok = self._tok
+        while not tok:  # an attempt (or a release) is under way
+            if _cancel(pool._h, self._g) == 0:
+                return True
+            # CQ_ESTATE: the attempt is not in the queue (yet, or any more:
+            # it is trying, entering, or its outcome is being recorded on
+            # another thread); each of these soon ends.
+            time.sleep(0.0002)
+        return False
+
+    def release(self) -> None:
+        """Release the held grant: every unit returns to the pool at once, and
+        the waiters that now fit are granted. Raises InvalidState when it
+        holds nothing (released already, or never granted)."""
+        if not self._release():
+            raise _not_held()
+
+    def _release(self) -> bool:
+        tok = self._tok
+        try:
+            if tok.pop() != _HELD:
+                tok.append(_IDLE)
+                return False
+        except IndexError:  # an attempt is under way
+            return False
+        pool = self._pool
+        if pool._gen == _generation:  # a forked child's copy is left alone
+            _release(pool._h, self._g)  # 0: it was held, as the token says
+        tok.append(_IDLE)
+        return True
+
+    def release_part(self, resource: str, amount: int) -> None:
+        """Return `amount` units of budget `resource` early; the grant keeps
+        the rest. Raises UnknownResource (it holds no such budget),
+        OutOfRange (amount not in 1..held) or InvalidState (not held)."""
+        if self._tok != _HELD_TOKEN:
+            raise _not_held()
+        rc = api.cq_grant_release_part(
+            self._pool._h, self._g, _bytes(resource, "resource name"), _int64(amount, "amount")
+        )
+        if rc != 0:
+            raise _fail(rc, "release_part(%r, %d)" % (resource, amount))
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        # Grant._release(), inlined: this is the hot path.
+        tok = self._tok
+        try:
+            if tok.pop() != _HELD:
+                tok.append(_IDLE)
+                return
+        except IndexError:
+            return
+        pool = self._pool
+        if pool._gen == _generation:
+            _release(pool._h, self._g)
+        tok.append(_IDLE)
+
+    def __del__(self) -> None:
+        try:
+            pool = self._pool
+            if pool._gen != _generation:
+                return
+            if self._tok == _IDLE_TOKEN:
+                spare = pool._spare
+                if len(spare) < 64:
+                    spare.append(self._g)
+                return
+            # A backstop, not the way to release: a grant that holds units
+            # and that nobody can release any more gives them back. The
+            # token is gone from the moment an attempt starts until the
+            # outcome is recorded, so an exception anywhere in between
+            # (KeyboardInterrupt) is covered too.
+            if api.cq_grant_is_held(self._g):
+                warnings.warn(
+                    "cronoq: a grant holding units was garbage-collected; its "
+                    "units are released now (use `with` or release())",
+                    ResourceWarning,
+                    stacklevel=2,
+                )
+                _release(pool._h, self._g)
+        except Exception:  # a half-made grant, or interpreter shutdown
+            pass
+
+    # -- what it holds ------------------------------------------------------
+
+    @property
+    def pool(self) -> "Pool":
+        return self._pool
+
+    @property
+    def request(self) -> Request:
+        return self._req
+
+    @property
+    def held(self) -> bool:
+        """Whether the grant holds units now."""
+        return bool(api.cq_grant_is_held(self._g))
+
+    def units(self, resource: str) -> int:
+        """Units of `resource` the grant holds now (thousandths of a device
+        for a device pool); 0 if none or not held."""
+        return api.cq_grant_held(self._g, _bytes(resource, "resource name"))
+
+    def devices_of(self, resource: Optional[str] = None) -> List[int]:
+        """Indices of the devices the grant holds on device pool `resource`
+        (None: the first device pool it names), lowest first."""
+        name = None if resource is None else _bytes(resource, "resource name")
+        cap = 16
+        while True:
+            buf = (ctypes.c_uint32 * cap)()
+            n = api.cq_grant_devices(self._g, name, buf, cap)
+            if n <= cap:
+                return list(buf[:n])
+            cap = n
+
+    @property
+    def devices(self) -> List[int]:
+        """Indices of the devices the grant holds on the first device pool it
+        names, lowest first; [] if none."""
+        return self.devices_of(None)
+
+    def cuda_visible(self, resource: Optional[str] = None) -> str:
+        """The value of CUDA_VISIBLE_DEVICES for the devices the grant holds
+        on `resource` (None: the first device pool it names): their ids,
+        comma separated, as the pool was created with. With resource None a
+        grant that holds no device gives "", which hides every GPU; a named
+        pool it holds nothing on raises UnknownResource."""
+        name = None if resource is None else _bytes(resource, "resource name")
+        size = 256
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            rc = api.cq_grant_cuda_visible(self._g, name, buf, size)
+            if rc == 0:
+                return buf.value.decode()
+            if rc == _ERANGE:
+                size *= 4
+                continue
+            if rc == _ENOENT and resource is None:
+                return ""
+            raise _fail(rc, "cuda_visible(%r)" % resource)
+
+    @property
+    def fencing_token(self) -> Optional[int]:
+        """The fencing token of a grant on a fleet pool: a number that grows
+        with every grant in the namespace, for a downstream system to refuse
+        a stale holder. None on an in-process pool, which needs none."""
+        return self._pool._fencing_token(self)
+
+    def __repr__(self) -> str:
+        tok = self._tok
+        state = "held" if tok == _HELD_TOKEN else "idle" if tok == _IDLE_TOKEN else "busy"
+        return "<Grant %s %r>" % (state, self._req)
+
+
+class AsyncAcquire:
+    """What Pool.acquire_async() returns: ``async with`` it, or await it.
+
+    ``async with pool.acquire_async(req) as grant:`` waits without blocking
+    the loop and releases on exit, exceptions and cancellation included.
+    ``grant = await pool.acquire_async(req)`` gives a held Grant that the
+    caller must release(). Cancelling the task cancels the wait; a grant
+    that won the race meanwhile is released, never leaked.
+    """
+
+    __slots__ = ("_grant",)
+
+    def __init__(self, grant: Grant) -> None:
+        self._grant = grant
+
+    async def __aenter__(self) -> Grant:
+        return await self._grant._enter_async()
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._grant._release()
+
+    def __await__(self) -> Generator[Any, None, Grant]:
+        return self._grant._enter_async().__await__()
+
+
+# ---------------------------------------------------------------------------
+# Pools
+# ---------------------------------------------------------------------------
+
+
+class Pool:
+    """A pool of named resources: budgets of integer units, device pools
+    (N devices, each shared in exact fractions or taken whole) and classes
+    (worker caps). Thread-safe: any thread may acquire, release or cancel.
+
+    From a resource spec, from declarations, or both (the spec first)::
+
+        Pool("gpu=auto,warehouse-db=10,memory_mib=24576,predict:class=2")
+        Pool(budgets={"warehouse-db": 10}, devices={"gpu": 4},
+             classes={"predict": 2})
+
+    `devices` maps a name to a count, to a list of device ids (as
+    CUDA_VISIBLE_DEVICES should name them) or to "auto" (GPU detection).
+    `lone` names budgets that allow a request larger than the capacity
+    when nothing else holds them. `staged_claims` and `backfill` are the
+    pool options of cronoq.h (CQ_POOL_STAGED_CLAIMS, CQ_POOL_BACKFILL).
+    `nvidia_smi` and `detect_timeout` are passed to GPU detection.
+
+    As a context manager the pool is closed on exit. The C pool is freed
+    when the last reference to it (the pool, or a Request or Grant made
+    for it) goes.
+    """
+
+    def __init__(
+        self,
+        spec: Optional[str] = None,
+        *,
+        budgets: Optional[Mapping[str, int]] = None,
+        classes: Optional[Mapping[str, int]] = None,
+        devices: Optional[Mapping[str, Union[int, Sequence[str], str]]] = None,
+        lone: Sequence[str] = (),
+        staged_claims: bool = False,
+        backfill: bool = False,
+        nvidia_smi: Optional[str] = None,
+        detect_timeout: Optional[float] = None,
+    ) -> None:
+        self._h: Optional[ctypes.c_void_p] = None
+        self._gen = _generation
+        self._pid = os.getpid()
+        self._closed = False
+        self._spare: List[Any] = []  # idle grant storage, for new grants
+        cfg = _lib.PoolConfig()
+        cfg.flags = (_lib.POOL_STAGED_CLAIMS if staged_claims else 0) | (
+            _lib.POOL_BACKFILL if backfill else 0
+        )
+        h = ctypes.c_void_p()
+        rc = api.cq_pool_create(ctypes.byref(h), ctypes.byref(cfg))
+        if rc != 0:
+            raise _fail(rc, "pool")
+        self._h = h
+        lone = set(lone)
+        unknown = lone - set(budgets or ())
+        if unknown:
+            raise InvalidArgument(
+                _EINVAL, "lone names %s, which budgets does not declare" % sorted(unknown)
+            )
+        if spec is not None:
+            self.add_spec(spec, nvidia_smi=nvidia_smi, detect_timeout=detect_timeout)
+        for name, decl in (devices or {}).items():
+            if decl == "auto":
+                found = detect_gpus(nvidia_smi, detect_timeout)
+                self.add_devices(name, list(found.ids))
+            else:
+                self.add_devices(name, decl)
+        for name, capacity in (budgets or {}).items():
+            self.add_budget(name, capacity, lone=name in lone)
+        for name, max_workers in (classes or {}).items():
+            self.add_class(name, max_workers)
+
+    @classmethod
+    def connect(cls, url: str, namespace: str, **options: Any) -> "Pool":
+        """Open a fleet pool: a pool whose state lives in a Redis server
+        (``redis://host:port/db`` or ``unix:///path/redis.sock``), shared by
+        every process that opens the same `namespace`, under the same rules
+        as an in-process pool. `options` are the fleet pool's options
+        (session TTL, heartbeat, ...). Grants on it carry a fencing_token.
+
+        Fleet pools need libcronoq_fleet, which this version does not have
+        yet: this raises NotSupported until then.
+        """
+        _bytes(url, "url")
+        _bytes(namespace, "namespace")
+        raise NotSupported(
+            detail="Pool.connect(%r, %r): fleet pools need libcronoq_fleet, "
+            "which this version of libcronoq does not provide yet; use an "
+            "in-process Pool" % (url, namespace)
+        )
+
+    def _fencing_token(self, grant: Grant) -> Optional[int]:
+        return None  # an in-process pool has no fencing tokens
+
+    # -- lifetime -------------------------------------------------------------
+
+    def _check_process(self) -> None:
+        if self._gen != _generation:
+            raise _forked(self)
+
+    def close(self) -> None:
+        """Close the pool: every waiting request fails with Closed, and every
+        later acquire too. Holders keep their grants and still release them.
+        Idempotent. Thread-safe."""
+        self._check_process()
+        self._closed = True
+        api.cq_pool_close(self._h)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> "Pool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._gen == _generation:
+            self.close()
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", None)
+        if h is None or self._gen != _generation:
+            return  # never made, or a forked child's copy: leave it alone
+        try:
+            rc = api.cq_pool_destroy(h)
+            if rc == _ESTATE:
+                # The last reference went in a grant callback on the pool's
+                # own timer thread, which cannot join itself: another thread
+                # destroys the pool once the callback has returned.
+                threading.Thread(target=api.cq_pool_destroy, args=(h,), daemon=True).start()
+            elif rc == _EINUSE:
+                # Only in garbage cycles, where a grant's finalizer may run
+                # after the pool's: leave the pool rather than free what a
+                # grant still points into.
+                warnings.warn("cronoq: a pool freed with grants still held is left allocated",
+                              ResourceWarning)
+        except Exception:  # interpreter shutdown
+            pass
+
+    # -- resources ------------------------------------------------------------
+
+    def add_spec(
+        self, spec: str, *, nvidia_smi: Optional[str] = None, detect_timeout: Optional[float] = None
+    ) -> None:
+        """Declare resources from one string:
+        ``gpu=auto,warehouse-db=10,memory_mib=24576,license=3``.
+        ``gpu=auto`` adds a device pool from GPU detection, ``gpu=4`` one of 4
+        devices; another device pool is ``tpu:devices=8``; ``name:lone=N``
+        is a budget with the lone-request allowance; ``name:class=N`` a class
+        of N workers; other names are budgets. All or nothing: on failure
+        nothing is added and ParseError (or NameInUse, OutOfRange, TooMany)
+        says what and where."""
+        self._check_process()
+        err = ctypes.create_string_buffer(256)
+        opts = _detect_opts(nvidia_smi, detect_timeout)
+        rc = api.cq_pool_add_spec(
+            self._h, _bytes(spec, "resource spec"), ctypes.byref(opts) if opts else None, err, 256
+        )
+        if rc != 0:
+            detail = err.value.decode() or "resource spec %r: %s" % (spec, _lib.strerror(rc))
+            raise error(rc, detail)
+
+    def add_budget(self, name: str, capacity: int, *, lone: bool = False) -> None:
+        """Add a budget: a named resource of `capacity` interchangeable units.
+        A name is 1 to 63 bytes of letters, digits and "_-./", unique in the
+        pool. `lone`: a request for more than the capacity is granted when
+        nothing else holds the budget, and then holds all of it."""
+        self._check_process()
+        rc = api.cq_budget_add_ex(
+            self._h, _bytes(name, "budget name"), _int64(capacity, "capacity"),
+            _lib.BUDGET_LONE if lone else 0,
+        )
+        if rc != 0:
+            raise _fail(rc, "budget %r = %d" % (name, capacity))
+
+    def add_class(self, name: str, max_workers: int) -> None:
+        """Add a class: a concurrency cap. A request of the class is granted
+        only while fewer than `max_workers` grants of it are held."""
+        self._check_process()
+        rc = api.cq_class_add(self._h, _bytes(name, "class name"),
+                              _int64(max_workers, "max_workers"))
+        if rc != 0:
+            raise _fail(rc, "class %r = %d" % (name, max_workers))
+
+    def add_devices(self, name: str, devices: Union[int, Sequence[str]]) -> None:
+        """Add a device pool: `devices` is a count (ids "0".."n-1") or the
+        devices' ids, as CUDA_VISIBLE_DEVICES should name them."""
+        self._check_process()
+        if isinstance(devices, str):
+            raise TypeError("devices is a count or a list of ids, not a str")
+        if isinstance(devices, Sequence):
+            encoded = [_bytes(i, "device id") for i in devices]
+            ids = (ctypes.c_char_p * max(1, len(encoded)))(*encoded)
+            rc = api.cq_devices_add(self._h, _bytes(name, "device pool name"), len(encoded), ids)
+            what = "device pool %r = %r" % (name, list(devices))
+        else:
+            count = _int64(devices, "device count")
+            if count < 0:
+                raise OutOfRange(_ERANGE, "device pool %r: count %d is negative" % (name, count))
+            rc = api.cq_devices_add(self._h, _bytes(name, "device pool name"), count, None)
+            what = "device pool %r = %d" % (name, count)
+        if rc != 0:
+            raise _fail(rc, what)
+
+    def set_capacity(self, name: str, capacity: int) -> None:
+        """Change a budget's capacity while it is in use. Growing grants the
+        waiters that now fit; shrinking takes nothing from holders, and
+        waiters that can now never fit fail with NeverFits."""
+        self._check_process()
+        rc = api.cq_budget_set_capacity(self._h, _bytes(name, "budget name"),
+                                        _int64(capacity, "capacity"))
+        if rc != 0:
+            raise _fail(rc, "set_capacity(%r, %d)" % (name, capacity))
+
+    def set_class_max(self, name: str, max_workers: int) -> None:
+        """Change a class's max_workers, with the rules of set_capacity()."""
+        self._check_process()
+        rc = api.cq_class_set_max(self._h, _bytes(name, "class name"),
+                                  _int64(max_workers, "max_workers"))
+        if rc != 0:
+            raise _fail(rc, "set_class_max(%r, %d)" % (name, max_workers))
+
+    def remove(self, name: str) -> None:
+        """Remove a budget, class or device pool. Refused with InUse while a
+        grant holds it or a waiting request names it; requests made with it
+        fail with UnknownResource from then on."""
+        self._check_process()
+        rc = api.cq_resource_remove(self._h, _bytes(name, "resource name"))
+        if rc != 0:
+            raise _fail(rc, "remove(%r)" % name)
+
+    def set_device_online(self, name: str, index: int, online: bool = True) -> None:
+        """Take device `index` of pool `name` offline (it takes no new work;
+        holders keep it) or bring it back online."""
+        self._check_process()
+        index = _int64(index, "device index")
+        if not 0 <= index < 2**32:
+            raise _no_device(name, index)
+        rc = api.cq_device_set_online(self._h, _bytes(name, "device pool name"), index,
+                                      1 if online else 0)
+        if rc != 0:
+            raise _fail(rc, "set_device_online(%r, %d)" % (name, index))
+
+    # -- acquiring ------------------------------------------------------------
+
+    def request(
+        self,
+        spec: Union[str, Mapping[str, Any], None] = None,
+        *,
+        class_: Optional[str] = None,
+        hold_limit: Optional[float] = None,
+    ) -> Request:
+        """Make a Request for this pool; see Request."""
+        return Request(self, spec, class_=class_, hold_limit=hold_limit)
+
+    def _request_of(self, req: RequestLike) -> Request:
+        if isinstance(req, Request):
+            if req._pool is not self:
+                raise WrongPool(-12, "the request was made for another pool")
+            return req
+        return Request(self, req)
+
+    def acquire(self, req: RequestLike, timeout: Optional[float] = None) -> Grant:
+        """An attempt at `req` (a Request, a spec or a dict), to use as a
+        context manager: ``with pool.acquire(req, timeout=5.0) as grant:``
+        waits until every unit is granted at once, runs the block, and
+        releases on every path. `timeout` is in seconds (None: no limit; 0:
+        one attempt without waiting). Raises Timeout, NeverFits (with the
+        library's message, e.g. ``request asks db:12 but its capacity is
+        10``), Closed, UnknownResource, or Cancelled when Grant.cancel() was
+        called from another thread. The GIL is released while it waits."""
+        if req.__class__ is not Request or req._pool is not self:
+            req = self._request_of(req)
+        if timeout is not None:
+            timeout = _seconds(timeout, "timeout")
+        return Grant(self, req, timeout)
+
+    def try_acquire(self, req: RequestLike) -> Grant:
+        """Acquire without waiting: a held Grant, which the caller releases
+        (or uses with ``with``), or Busy when the units are not free or are
+        withheld for an older waiter (a try never overtakes a waiter)."""
+        grant = Grant(self, self._request_of(req), 0)
+        rc = grant._start()
+        if rc != 0:
+            raise grant._end_failed(rc)
+        return grant
+
+    def acquire_async(self, req: RequestLike, timeout: Optional[float] = None) -> AsyncAcquire:
+        """The asyncio form of acquire(): ``async with
+        pool.acquire_async(req) as grant:``, or ``await`` it for a held
+        Grant. The wait is a callback of the library, passed to the running
+        loop with call_soon_threadsafe(); the loop never blocks. Cancelling
+        the task cancels the wait, and a grant that won the race is
+        released."""
+        return AsyncAcquire(Grant(self, self._request_of(req), _seconds(timeout, "timeout")))
+
+    # -- for host schedulers --------------------------------------------------
+
+    def headroom(self, req: RequestLike) -> int:
+        """How many more copies of `req` could be granted right now, one after
+        another, counting class caps and what is withheld or reserved for
+        waiters (2**63 - 1 for an empty request). Raises NeverFits when it
+        can never fit."""
+        r = self._request_of(req)
+        copies = ctypes.c_int64()
+        rc = api.cq_req_headroom(self._h, r._r, ctypes.byref(copies))
+        if rc != 0:
+            raise error(rc, api.cq_req_error(r._r).decode() or _lib.strerror(rc))
+        return copies.value
+
+    def validate(self, tasks: Mapping[str, RequestLike]) -> List[str]:
+        """Startup validation of a set of tasks (name -> request): the list of
+        every problem found, each naming the task and the resource, e.g.
+        ``task "predict" requires gpu:8 but the pool only has 1``; empty
+        when every task can run."""
+        names = [_bytes(name, "task name") for name in tasks]
+        reqs = [self._request_of(r) for r in tasks.values()]
+        arr = (_lib.Task * max(1, len(reqs)))()
+        for i, (name, r) in enumerate(zip(names, reqs)):
+            arr[i].name = name
+            arr[i].req = ctypes.addressof(r._r)
+        problems: List[str] = []
+
+        @_lib.PROBLEM_FN
+        def collect(task, err, message, arg):
+            problems.append(message.decode())
+
+        rc = api.cq_tasks_validate(self._h, arr, len(reqs), collect, None)
+        if rc == _EINVAL:
+            raise _fail(rc, "validate")
+        return problems
+
+    # -- stats ----------------------------------------------------------------
+
+    def stats(self) -> PoolStats:
+        """A consistent snapshot of the pool as a whole."""
+        s = _lib.PoolStats()
+        rc = api.cq_pool_stats_get(self._h, ctypes.byref(s))
+        if rc != 0:
+            raise _fail(rc, "stats")
+        return PoolStats(s.waiting, s.waited_grants, s.wakeups, s.events_dropped,
+                         s.overdue, s.backfilled, s.late_heads)
+
+    def resource(self, name: str) -> ResourceStats:
+        """A consistent snapshot of resource `name`."""
+        s = _lib.ResourceStats()
+        rc = api.cq_resource_stats_get(self._h, _bytes(name, "resource name"), ctypes.byref(s))
+        if rc != 0:
+            raise _fail(rc, "resource(%r)" % name)
+        return _resource_stats(s)
+
+    def resources(self) -> List[ResourceStats]:
+        """A snapshot of every resource, in resource order, all taken at one
+        moment."""
+        cap = 16
+        while True:
+            arr = (_lib.ResourceStats * cap)()
+            count = ctypes.c_size_t()
+            rc = api.cq_pool_snapshot(self._h, arr, cap, ctypes.byref(count))
+            if rc != 0:
+                raise _fail(rc, "resources")
+            if count.value <= cap:
+                return [_resource_stats(arr[i]) for i in range(count.value)]
+            cap = count.value
+
+    def device(self, name: str, index: int) -> DeviceStats:
+        """A snapshot of device `index` of device pool `name`."""
+        index = _int64(index, "device index")
+        if not 0 <= index < 2**32:
+            raise _no_device(name, index)
+        s = _lib.DeviceStats()
+        rc = api.cq_device_stats_get(self._h, _bytes(name, "device pool name"), index,
+                                     ctypes.byref(s))
+        if rc != 0:
+            raise _fail(rc, "device(%r, %d)" % (name, index))
+        return DeviceStats(s.id.decode(), s.index, bool(s.online), bool(s.whole),
+                           bool(s.reserved), s.used_milli, s.peak_milli, s.grants)
+
+    def metrics(self) -> str:
+        """A snapshot of the whole pool in the Prometheus text exposition
+        format (0.0.4): metric names prefixed ``cronoq_``, labels
+        ``resource``, ``device`` and ``class``."""
+        chunks: List[bytes] = []
+
+        @_lib.WRITE_FN
+        def write(text, length, arg):
+            chunks.append(ctypes.string_at(text, length))
+            return 0
+
+        rc = api.cq_pool_write_metrics(self._h, write, None)
+        if rc != 0:
+            raise _fail(rc, "metrics")
+        return b"".join(chunks).decode()
+
+    def __repr__(self) -> str:
+        names = ", ".join("%s=%d" % (r.name, r.capacity) for r in self.resources())
+        return "<Pool %s%s>" % (names, " closed" if self._closed else "")
+
+

@@ -1,0 +1,62 @@
+"""Every library error code has its exception class, carrying the code, the
+library's name and message for it, and the per-call detail."""
+
+import pickle
+
+import pytest
+
+import cronoq
+from cronoq import _errors, _lib
+
+
+def library_codes():
+    """Walk the library's table (cq_err_name) until it says UNKNOWN."""
+    codes = []
+    code = -1
+    while _lib.err_name(code) != "UNKNOWN":
+        codes.append(code)
+        code -= 1
+    return codes
+
+
+def test_every_library_error_code_has_its_exception_class():
+    codes = library_codes()
+    assert len(codes) == 16
+    assert sorted(_errors.BY_CODE) == sorted(codes)
+    for code in codes:
+        exc = _errors.error(code, "")
+        assert type(exc).code == code == exc.code
+        assert exc.name == _lib.err_name(code)
+        assert exc.message == _lib.strerror(code)
+        assert str(exc) == "%s (CQ_%s)" % (exc.message, exc.name)
+        assert isinstance(exc, cronoq.CronoqError)
+        assert getattr(cronoq, type(exc).__name__) is type(exc)
+
+
+def test_the_issue_s_classes_are_the_library_s_codes():
+    assert (cronoq.NeverFits.code, cronoq.Busy.code, cronoq.Timeout.code,
+            cronoq.Closed.code, cronoq.Cancelled.code) == (-7, -3, -4, -6, -5)
+
+
+def test_an_unknown_code_is_a_plain_cronoq_error():
+    exc = _errors.error(-99, "from a newer library")
+    assert type(exc) is cronoq.CronoqError
+    assert exc.code == -99 and exc.name == "UNKNOWN"
+    assert str(exc) == "from a newer library (CQ_UNKNOWN)"
+
+
+def test_errors_derive_from_the_builtin_that_means_the_same():
+    assert issubclass(cronoq.Timeout, TimeoutError)
+    assert issubclass(cronoq.InvalidArgument, ValueError)
+    assert issubclass(cronoq.ParseError, ValueError)
+    assert issubclass(cronoq.OutOfMemory, MemoryError)
+    assert issubclass(cronoq.UnknownResource, LookupError)
+
+
+def test_errors_survive_pickling_for_multiprocessing():
+    pool = cronoq.Pool(budgets={"db": 10})
+    with pytest.raises(cronoq.NeverFits) as e:
+        pool.try_acquire({"db": 12})
+    back = pickle.loads(pickle.dumps(e.value))
+    assert type(back) is cronoq.NeverFits
+    assert (back.code, back.detail, str(back)) == (e.value.code, e.value.detail, str(e.value))
