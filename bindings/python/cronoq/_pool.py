@@ -342,9 +342,12 @@ def _trampoline(grant_address: int, status: int) -> None:
 
 class _Waiter:
     """One callback attempt of a Grant, from submit until its outcome is
-    consumed. ``status`` is None until the callback has run."""
+    consumed. ``status`` is None until the callback has run; ``abandoned``
+    says the waiting side has gone, and ``ended`` that the side which saw
+    the outcome second has ended the attempt (released it if it won), which
+    happens once."""
 
-    __slots__ = ("grant", "lock", "status", "abandoned")
+    __slots__ = ("grant", "lock", "status", "abandoned", "ended")
 
     def __init__(self, grant: "Grant") -> None:
         self.grant = grant
@@ -353,6 +356,7 @@ class _Waiter:
         self.lock = threading.RLock()
         self.status: Optional[int] = None
         self.abandoned = False
+        self.ended = False
 
     def submit(self, deadline_ms: int) -> int:
         g = self.grant
@@ -372,7 +376,8 @@ class _Waiter:
         with self.lock:
             self.status = status
             if not self.abandoned and self.notify():
-                return
+                return  # the waiting side consumes it, or abandons it later
+            self.ended = True
         self.grant._end_abandoned(status)
 
     def abandon(self) -> None:
@@ -385,9 +390,12 @@ class _Waiter:
                 if self.status is None:
                     # Decided on another thread (CQ_ESTATE), or cancelled
                     # with the callback queued behind the one this thread
-                    # runs: whoever delivers ends the attempt.
+                    # runs: the callback ends the attempt.
                     self.abandoned = True
                     return
+            if self.ended:  # nobody could be told, so the callback ended it
+                return
+            self.ended = True
             status = self.status
         self.grant._end_abandoned(status)
 

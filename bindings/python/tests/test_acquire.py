@@ -214,10 +214,11 @@ def test_exception_while_the_main_thread_waits_cancels_the_wait(pool):
     assert threading.current_thread() is threading.main_thread()
     holder = pool.try_acquire({"db": 10})
     forced = []
+    main = threading.main_thread().ident
 
     def interrupter():
         wait_until(lambda: waiting(pool) == 1, "the main thread to park")
-        os.kill(os.getpid(), signal.SIGUSR1)
+        signal.pthread_kill(main, signal.SIGUSR1)  # at the main thread itself
         # Had the handler no chance to run (the main thread blocked in C),
         # free the main thread after the guard: a failure, not a hang.
         end = time.monotonic() + HANG_GUARD_S

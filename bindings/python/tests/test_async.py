@@ -171,20 +171,28 @@ def test_asyncio_wait_for_timeout_cancels_the_wait(pool):
     run(main())
 
 
-def test_grant_delivered_to_a_closed_loop_is_released(pool):
+def test_grant_delivered_to_a_closed_loop_is_released_once(pool):
     holder = pool.try_acquire({"db": 10})
     loop = asyncio.new_event_loop()
     submitted = asyncio.Event()
+    acquire = pool.acquire_async({"db": 2})
 
     async def park():
         # start the wait, then let the loop stop while it is pending
         loop.call_soon(submitted.set)
-        await pool.acquire_async({"db": 2}).__aenter__()
+        await acquire.__aenter__()
 
     task = loop.create_task(park())
     loop.run_until_complete(submitted.wait())
     assert waiting(pool) == 1
     loop.close()  # nobody will run the task any more (it stays pending)
-    holder.release()  # the grant's callback finds the loop closed
+    holder.release()  # the grant's callback finds the loop closed: released
     assert_all_back(pool)
-    del task
+    other = pool.try_acquire({"db": 10})
+    # The abandoned coroutine is closed at last: its wait must not end the
+    # attempt a second time.
+    task.get_coro().close()
+    assert pool.resource("db").in_use == 10
+    assert repr(acquire._grant).startswith("<Grant idle")
+    other.release()
+    assert_all_back(pool)
