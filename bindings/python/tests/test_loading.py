@@ -21,7 +21,10 @@ def probe(*args):
         exe = os.path.join(build, "bindings", "python", "cronoq-py-probe")
     if not exe or not os.path.exists(exe):
         pytest.skip("no probe program: set CRONOQ_PROBE or CRONOQ_BUILD_DIR to a build")
-    out = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120)
+    # The probe carries its own sanitizer runtime, if any: not the one
+    # preloaded into this interpreter.
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    out = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     return dict(line.split() for line in out.stdout.splitlines())
 
