@@ -12,6 +12,8 @@ from it as well, so ``except TimeoutError`` and ``except ValueError`` work.
 
 from __future__ import annotations
 
+from typing import Any, Dict, Optional, Tuple, Type
+
 from . import _lib
 
 
@@ -23,9 +25,9 @@ class CronoqError(Exception):
     text for the code) and ``detail`` (what this call found, or "").
     """
 
-    code: int | None = None
+    code: Optional[int] = None
 
-    def __init__(self, code: int | None = None, detail: str = "") -> None:
+    def __init__(self, code: Optional[int] = None, detail: str = "") -> None:
         if code is None:
             code = type(self).code
         self.code = code
@@ -38,11 +40,11 @@ class CronoqError(Exception):
         text = self.detail or self.message
         return "%s (CQ_%s)" % (text, self.name) if self.code is not None else text
 
-    def __reduce__(self):  # picklable, for multiprocessing
+    def __reduce__(self) -> Tuple[Any, ...]:  # picklable, for multiprocessing
         return (_rebuild, (type(self), self.code, self.detail))
 
 
-def _rebuild(cls, code, detail):
+def _rebuild(cls: Type["CronoqError"], code: Optional[int], detail: str) -> "CronoqError":
     return cls(code, detail)
 
 
@@ -153,14 +155,14 @@ class NotSupported(CronoqError):
     code = None
 
 
-BY_CODE: dict[int, type[CronoqError]] = {
-    cls.code: cls
-    for cls in (
-        InvalidArgument, OutOfMemory, Busy, Timeout, Cancelled, Closed,
-        NeverFits, UnknownResource, NameInUse, InUse, InvalidState,
-        WrongPool, OutOfRange, TooMany, SystemCallFailed, ParseError,
-    )
-}
+BY_CODE: Dict[int, Type[CronoqError]] = {}
+for _cls in (
+    InvalidArgument, OutOfMemory, Busy, Timeout, Cancelled, Closed,
+    NeverFits, UnknownResource, NameInUse, InUse, InvalidState,
+    WrongPool, OutOfRange, TooMany, SystemCallFailed, ParseError,
+):
+    assert _cls.code is not None
+    BY_CODE[_cls.code] = _cls
 
 
 def error(code: int, detail: str = "") -> CronoqError:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+from typing import Any
 from ctypes import (
     CFUNCTYPE,
     POINTER,
@@ -347,6 +348,9 @@ _PROTOTYPES = [
 
 class _Api:
     """The library's functions as attributes: api.cq_grant_try(...)."""
+
+    def __getattr__(self, name: str) -> Any:  # only for names never set
+        raise AttributeError("libcronoq function %s is not declared in _lib.py" % name)
 
 
 api = _Api()

@@ -177,7 +177,7 @@ def _amount_text(value: Amount, resource: str) -> bytes:
     )
 
 
-def _detect_opts(nvidia_smi: Optional[str], timeout: Optional[float]):
+def _detect_opts(nvidia_smi: Optional[str], timeout: Optional[float]) -> Optional[Any]:
     if nvidia_smi is None and timeout is None:
         return None
     opts = _lib.DetectOpts()
@@ -928,8 +928,8 @@ class Pool:
         if rc != 0:
             raise _fail(rc, "pool")
         self._h = h
-        lone = set(lone)
-        unknown = lone - set(budgets or ())
+        lone_names = set(lone)
+        unknown = lone_names - set(budgets or ())
         if unknown:
             raise InvalidArgument(
                 _EINVAL, "lone names %s, which budgets does not declare" % sorted(unknown)
@@ -943,7 +943,7 @@ class Pool:
             else:
                 self.add_devices(name, decl)
         for name, capacity in (budgets or {}).items():
-            self.add_budget(name, capacity, lone=name in lone)
+            self.add_budget(name, capacity, lone=name in lone_names)
         for name, max_workers in (classes or {}).items():
             self.add_class(name, max_workers)
 
@@ -1146,11 +1146,10 @@ class Pool:
         library's message, e.g. ``request asks db:12 but its capacity is
         10``), Closed, UnknownResource, or Cancelled when Grant.cancel() was
         called from another thread. The GIL is released while it waits."""
-        if req.__class__ is not Request or req._pool is not self:
-            req = self._request_of(req)
+        r = req if isinstance(req, Request) and req._pool is self else self._request_of(req)
         if timeout is not None:
             timeout = _seconds(timeout, "timeout")
-        return Grant(self, req, timeout)
+        return Grant(self, r, timeout)
 
     def try_acquire(self, req: RequestLike) -> Grant:
         """Acquire without waiting: a held Grant, which the caller releases
@@ -1199,7 +1198,7 @@ class Pool:
         problems: List[str] = []
 
         @_lib.PROBLEM_FN
-        def collect(task, err, message, arg):
+        def collect(task: int, err: int, message: bytes, arg: Any) -> None:
             problems.append(message.decode())
 
         rc = api.cq_tasks_validate(self._h, arr, len(reqs), collect, None)
@@ -1260,7 +1259,7 @@ class Pool:
         chunks: List[bytes] = []
 
         @_lib.WRITE_FN
-        def write(text, length, arg):
+        def write(text: Any, length: int, arg: Any) -> int:
             chunks.append(ctypes.string_at(text, length))
             return 0
 
