@@ -83,6 +83,7 @@ _EINVAL = -1
 _EBUSY = -3
 _ETIMEDOUT = -4
 _ECANCELED = -5
+_ENEVER = -7
 _ENOENT = -8
 _EINUSE = -10
 _ESTATE = -11
@@ -544,6 +545,7 @@ _IDLE = 0  # Grant._tok: no attempt under way
 _HELD = 1  # Grant._tok: units held
 _IDLE_TOKEN = [_IDLE]
 _HELD_TOKEN = [_HELD]
+_DETAILED = (_ENEVER, _ENOENT)  # outcomes whose detail the grant holds
 
 
 def _in_use() -> InvalidState:
@@ -640,9 +642,11 @@ class Grant:
         raise self._end_failed(rc)
 
     def _end_failed(self, rc: int) -> CronoqError:
-        exc = error(rc, api.cq_grant_error(self._g).decode())
+        # The library writes the grant's message for these two outcomes
+        # only; after any other it may still hold an earlier attempt's.
+        detail = api.cq_grant_error(self._g).decode() if rc in _DETAILED else ""
         self._tok.append(_IDLE)
-        return exc
+        return error(rc, detail)
 
     def _end_abandoned(self, status: int) -> None:
         """End an attempt whose waiting side has gone: release it if it won."""

@@ -418,3 +418,14 @@ def test_abandoned_wait_that_was_delivered_but_not_consumed_is_released(pool):
     waiter.abandon()  # as if an exception came before the waiter looked
     assert not grant.held
     assert_all_back(pool)
+
+
+def test_an_error_carries_only_its_own_attempt_s_detail(pool):
+    grant = pool.acquire({"db": 11})
+    with pytest.raises(cronoq.NeverFits, match="capacity is 10"):
+        grant.wait()
+    pool.close()
+    with pytest.raises(cronoq.Closed) as e:
+        grant.wait()  # the same storage, whose message the close leaves alone
+    assert "capacity" not in str(e.value)
+    assert str(e.value) == "pool is closed (CQ_ECLOSED)"
