@@ -212,6 +212,9 @@ class PoolStats(Structure):
     ]
 
 
+WAIT_BUCKETS = 28  # CQ_WAIT_BUCKETS
+
+
 class WaitStats(Structure):
     _fields_ = [
         ("count", c_uint64),
@@ -219,6 +222,7 @@ class WaitStats(Structure):
         ("p99_ms", c_int64),
         ("max_ms", c_int64),
         ("sum_ms", c_int64),
+        ("below", c_uint64 * WAIT_BUCKETS),
     ]
 
 
