@@ -237,6 +237,16 @@ void cq__limits_expire(cq_pool *p, int64_t now) {
   }
 }
 
+bool cq__bf_check(const cq_pool *p) {
+  if (cq__rb_check(&p->bf.limits, lim_cmp) < 0)
+    return false;
+  for (cq__rbnode *n = cq__rb_first(&p->bf.limits); n != NULL;
+       n = cq__rb_next(n))
+    if (!lim_grant(n)->limited || lim_grant(n)->overdue)
+      return false;
+  return true;
+}
+
 int64_t cq__limits_first(const cq_pool *p) {
   cq__rbnode *n = cq__rb_first(&p->bf.limits);
   return n != NULL ? lim_grant(n)->limit_end : CQ_NEVER;

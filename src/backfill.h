@@ -32,6 +32,8 @@ bool cq__bf_allows(cq_pool *p, struct cq__grant *g, int64_t now);
 /* The head waiter the backfill rules protect, when backfill is on and it
  * may be passed now; else NULL. */
 const struct cq__grant *cq__bf_head(cq_pool *p, int64_t now);
+/* Whether the limits tree is in order and holds only limited holders. */
+bool cq__bf_check(const cq_pool *p);
 /* A waiter is being granted: count it if it was the head and its shadow
  * time has passed. */
 void cq__bf_head_granted(cq_pool *p, const struct cq__grant *g, int64_t now);

@@ -73,7 +73,8 @@ struct cq__grant {
   char msg[CQ__MSG_MAX]; /* why the last attempt failed */
 
   cq__rbnode bnode;        /* waiting: in the blocker's blocked tree */
-  struct cq__grant *qprev; /* waiting: the pool's queue, by arrival */
+  struct cq__grant *qprev; /* waiting: the pool's queue, by arrival; held
+                              and counted: the policy's list of holders */
   struct cq__grant *qnext;
   uint64_t seq;              /* arrival order; smaller is older */
   const struct cq__req *req; /* while waiting; NULL once held */

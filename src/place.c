@@ -241,6 +241,10 @@ void cq__dev_set_online(struct cq__res *r, struct cq__dev *d, bool online) {
                         memory_order_relaxed);
 }
 
+bool cq__dev_tree_check(const struct cq__res *r) {
+  return cq__rb_check(&r->by_free, dev_cmp) >= 0;
+}
+
 void cq__dev_insert_all(struct cq__res *r) {
   for (uint32_t i = 0; i < r->n_devs; i++)
     cq__rb_insert(&r->by_free, &r->devs[i].node, dev_cmp);

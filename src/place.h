@@ -87,5 +87,7 @@ int64_t cq__dev_withheld(struct cq__res *r, const struct cq__ritem *ask);
 void cq__dev_set_online(struct cq__res *r, struct cq__dev *d, bool online);
 /* Put the devices of a new pool in its free tree. */
 void cq__dev_insert_all(struct cq__res *r);
+/* Whether the free tree is a red-black tree in (free, index) order. */
+bool cq__dev_tree_check(const struct cq__res *r);
 
 #endif /* CRONOQ_PLACE_H */

@@ -29,6 +29,7 @@ struct cq__queue {
   uint64_t n_held; /* grants held that were made or adopted under the lock;
                       lock-free ones hold units, which the destroy check
                       sees */
+  struct cq__grant *holders; /* those n_held grants, linked through qnext */
   uint64_t waited_grants; /* grants to requests that had waited */
   uint64_t wakeups;       /* blocked threads signalled */
   struct cq__res *dirty;  /* resources freed since the last sweep */
@@ -155,12 +156,15 @@ static inline bool cq__policy_fast_release(struct cq__grant *g) {
 /* ------------------------------------------------------------------------ */
 
 /* Check every invariant of the policy's state at rest (see queue.c); abort
- * on the first that is broken. O(waiters + holders + devices). The API runs
- * it after each locked operation when CQ_DEBUG >= 2. */
-void cq__policy_check(cq_pool *p);
+ * on the first that is broken. O(waiters + holders + devices), so the API
+ * runs it after each locked operation only when CQ_DEBUG >= 2. `alone`: no
+ * other thread uses the pool, so that lock-free acquires and releases
+ * cannot change a budget while it looks (then it also checks that no
+ * waiter is covered by a budget it is blocked on). */
+void cq__policy_check(cq_pool *p, bool alone);
 
 #if CQ_DEBUG >= 2
-#define CQ__POLICY_CHECK(p) cq__policy_check(p)
+#define CQ__POLICY_CHECK(p) cq__policy_check(p, false)
 #else
 #define CQ__POLICY_CHECK(p) ((void)0)
 #endif

@@ -304,6 +304,21 @@ static void count_held(cq_pool *p, struct cq__grant *g, int delta) {
   p->q.n_held += (uint64_t)(int64_t)delta;
   for (unsigned i = 0; i < g->n_items; i++)
     g->it[i].res->n_holders += (uint64_t)(int64_t)delta;
+  if (delta > 0) {
+    g->qprev = NULL;
+    g->qnext = p->q.holders;
+    if (p->q.holders != NULL)
+      p->q.holders->qprev = g;
+    p->q.holders = g;
+    return;
+  }
+  if (g->qprev != NULL)
+    g->qprev->qnext = g->qnext;
+  else
+    p->q.holders = g->qnext;
+  if (g->qnext != NULL)
+    g->qnext->qprev = g->qprev;
+  g->qprev = g->qnext = NULL;
 }
 
 /*
@@ -827,4 +842,122 @@ void cq__policy_close(cq_pool *p, struct cq__outbox *o) {
   for (struct cq__res *r = p->q.dirty; r != NULL; r = r->dirty_next)
     r->dirty = false;
   p->q.dirty = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The invariant checker                                                     */
+/* ------------------------------------------------------------------------ */
+
+static int check_blocked_cmp(const cq__rbnode *a, const cq__rbnode *b) {
+  return blocked_cmp(a, b);
+}
+
+/* What the counted holders hold of r, over all its devices or in units. */
+static int64_t holders_hold(const cq_pool *p, const struct cq__res *r,
+                            uint64_t *holders) {
+  int64_t sum = 0;
+  *holders = 0;
+  for (const struct cq__grant *g = p->q.holders; g != NULL; g = g->qnext)
+    for (unsigned i = 0; i < g->n_items; i++)
+      if (g->it[i].res == r) {
+        sum += g->it[i].u.hold.held;
+        (*holders)++;
+      }
+  return sum;
+}
+
+/* What the counted holders hold of device d of r. */
+static int64_t holders_hold_device(const cq_pool *p, const struct cq__res *r,
+                                   uint32_t d) {
+  int64_t sum = 0;
+  for (const struct cq__grant *g = p->q.holders; g != NULL; g = g->qnext)
+    for (unsigned i = 0; i < g->n_items; i++) {
+      const struct cq__gitem *it = &g->it[i];
+      if (it->res != r)
+        continue;
+      if (it->mode == CQ__MODE_FRACTION)
+        sum += it->u.hold.dev == (int32_t)d ? it->u.hold.held : 0;
+      else
+        for (int32_t k = it->u.hold.dev; k >= 0; k = r->devs[k].whole_next)
+          sum += k == (int32_t)d ? CQ_DEVICE_MILLI : 0;
+    }
+  return sum;
+}
+
+static void check_resource(const cq_pool *p, struct cq__res *r) {
+  uint64_t w = atomic_load_explicit(&r->word, memory_order_acquire);
+  /* The contended bit is set if and only if some waiter claims r. */
+  CQ__ASSERT(((w & CQ__W_CONTENDED) != 0) == (r->claims.count != 0));
+  CQ__ASSERT(cq__rb_check(&r->claims, claim_cmp) >= 0);
+  CQ__ASSERT(cq__rb_check(&r->blocked, check_blocked_cmp) >= 0);
+  uint64_t holders;
+  int64_t held = holders_hold(p, r, &holders);
+  CQ__ASSERT(holders == r->n_holders);
+  if (r->kind != CQ__RES_DEVICES) {
+    /* What the holders hold adds up to what is used; where grants may skip
+     * the lock, those hold the rest, uncounted. */
+    CQ__ASSERT(cq__pool_lockfree(p) ? held <= cq__w_used(w)
+                                    : held == cq__w_used(w));
+    return;
+  }
+  /* Devices are only ever held under the lock: exactly, device by device. */
+  CQ__ASSERT(held == cq__w_used(w));
+  CQ__ASSERT(cq__dev_tree_check(r));
+  uint32_t online = 0;
+  for (uint32_t d = 0; d < r->n_devs; d++) {
+    const struct cq__dev *dev = &r->devs[d];
+    CQ__ASSERT(holders_hold_device(p, r, d) == dev->used);
+    CQ__ASSERT(dev->used >= 0 && dev->used <= CQ_DEVICE_MILLI);
+    CQ__ASSERT(!dev->whole || dev->used == CQ_DEVICE_MILLI);
+    online += dev->online;
+  }
+  CQ__ASSERT(online == r->n_online && r->by_free.count == r->n_online);
+}
+
+void cq__policy_check(cq_pool *p, bool alone) {
+  /* The queue: by arrival, its counts, its trees. */
+  uint64_t n = 0, candidates = 0, blocked = 0;
+  const struct cq__grant *prev = NULL;
+  for (const struct cq__grant *g = p->q.head; g != NULL; g = g->qnext) {
+    CQ__ASSERT(cq__gstate(g) == CQ__G_WAITING);
+    CQ__ASSERT(g->qprev == prev && (prev == NULL || prev->seq < g->seq));
+    CQ__ASSERT(g->blocker < g->n_items);
+    candidates += g->limited_waiter;
+    /* At rest, no waiter is covered by its blocker (sweeps see to it).
+     * A lock-free release may just have given units to a budget it is
+     * blocked on, and be on its way to the lock: only a pool used by one
+     * thread, or one without lock-free paths, is at rest for budgets. */
+    const struct cq__res *b = g->it[g->blocker].res;
+    if (b->kind == CQ__RES_DEVICES || alone || !cq__pool_lockfree(p))
+      CQ__ASSERT(!covered(g, g->blocker));
+    prev = g;
+    n++;
+  }
+  CQ__ASSERT(prev == p->q.tail && n == p->q.n_waiters);
+  CQ__ASSERT(candidates == p->bf.candidates);
+  uint64_t held = 0;
+  for (const struct cq__grant *g = p->q.holders; g != NULL; g = g->qnext) {
+    CQ__ASSERT(cq__gstate(g) == CQ__G_HELD && !g->lockfree);
+    held++;
+  }
+  CQ__ASSERT(held == p->q.n_held);
+  /* Per resource: the waiting counts, the claims, what is held. */
+  for (uint32_t s = 0; s < p->tab.n_slots; s++) {
+    struct cq__res *r = p->tab.res[s];
+    if (r == NULL)
+      continue;
+    uint64_t waiting = 0, claims = 0;
+    for (const struct cq__grant *g = p->q.head; g != NULL; g = g->qnext)
+      for (unsigned i = 0; i < g->n_items; i++)
+        if (g->it[i].res == r) {
+          waiting++;
+          claims += (g->it[i].flags & CQ__IT_CLAIMED) != 0;
+        }
+    CQ__ASSERT(waiting == r->n_waiting && claims == r->claims.count);
+    blocked += r->blocked.count;
+    check_resource(p, r);
+  }
+  CQ__ASSERT(blocked == p->q.n_waiters);
+  CQ__ASSERT(cq__rb_check(&p->q.deadlines, deadline_cmp) >= 0);
+  CQ__ASSERT(cq__bf_check(p));
 }

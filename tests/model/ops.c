@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "cq_internal.h"
 #include "cronoq/cronoq.h"
 #include "model.h"
 
@@ -918,6 +919,12 @@ int mo_run(uint8_t flags, const mo_op *ops, size_t n, FILE *trace,
     m_begin_op(&r.m);
     tr(&r, "%3zu: t=%" PRId64 " ", k, r.now);
     step(&r, &ops[k]);
+    if (r.pool != NULL) {
+      /* The library's own invariants, from the inside, after every one. */
+      cq__mutex_lock(&r.pool->lock);
+      cq__policy_check(r.pool, true);
+      cq__mutex_unlock(&r.pool->lock);
+    }
     uint32_t granted_now = r.m.granted_res;
     compare(&r, granted_now);
     for (int i = 0; i < r.nlouts; i++)
