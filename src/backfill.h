@@ -39,12 +39,11 @@ bool cq__bf_check(const cq_pool *p);
 void cq__bf_head_granted(cq_pool *p, const struct cq__grant *g, int64_t now);
 
 struct cq__res;
-struct cq__ritem;
-/* Asked of the policy (queue.c): the ask whose device reservation applies
- * to g on r once `ignore`'s (the head's, when backfilling) is disregarded;
- * NULL when none does. */
-const struct cq__ritem *cq__excl_for(const struct cq__res *r,
-                                     const struct cq__grant *g,
-                                     const struct cq__grant *ignore);
+/* Asked of the policy (queue.c): the stamp of the devices of r reserved
+ * by claimers older than g; when backfilling (`ignore` is the head), only
+ * by r's claimant, and by nobody when that is the head; 0 when no device
+ * is reserved (place.h). */
+uint64_t cq__excl_for(struct cq__res *r, const struct cq__grant *g,
+                      const struct cq__grant *ignore);
 
 #endif /* CRONOQ_BACKFILL_H */

@@ -57,9 +57,11 @@ static void dev_use(struct cq__res *r, struct cq__dev *d, int64_t delta) {
 /* Reservation                                                               */
 /* ------------------------------------------------------------------------ */
 
-uint64_t cq__dev_reserve(struct cq__res *r, const struct cq__ritem *ask) {
+uint64_t cq__dev_reserve(struct cq__res *r, int64_t count) {
+  if (count <= 0)
+    return 0;
   uint64_t stamp = ++r->stamp;
-  int64_t want = ask->mode == CQ__MODE_WHOLE ? ask->amount : 1;
+  int64_t want = count;
   cq__rbnode *last = cq__rb_last(&r->by_free);
   /* Walk the groups of equal free capacity from the most free down; within
    * a group, lowest index first. */
@@ -79,8 +81,10 @@ uint64_t cq__dev_reserve(struct cq__res *r, const struct cq__ritem *ask) {
   return stamp;
 }
 
-int64_t cq__dev_withheld(struct cq__res *r, const struct cq__ritem *ask) {
-  uint64_t stamp = cq__dev_reserve(r, ask);
+int64_t cq__dev_withheld(struct cq__res *r, int64_t count) {
+  uint64_t stamp = cq__dev_reserve(r, count);
+  if (stamp == 0)
+    return 0;
   int64_t sum = 0;
   for (uint32_t i = 0; i < r->n_devs; i++)
     if (r->devs[i].online && r->devs[i].mark == stamp)
@@ -98,8 +102,7 @@ int64_t cq__dev_withheld(struct cq__res *r, const struct cq__ritem *ask) {
  * whole_next when `chain` is set). Returns NULL when it does not fit.
  */
 static struct cq__dev *find(struct cq__res *r, uint8_t mode, int64_t amount,
-                            const struct cq__ritem *excl, bool chain) {
-  uint64_t stamp = excl != NULL ? cq__dev_reserve(r, excl) : 0;
+                            uint64_t stamp, bool chain) {
   if (mode == CQ__MODE_FRACTION) {
     for (cq__rbnode *n = first_with(r, amount); n != NULL; n = cq__rb_next(n))
       if (stamp == 0 || node_dev(n)->mark != stamp)
@@ -127,19 +130,19 @@ static struct cq__dev *find(struct cq__res *r, uint8_t mode, int64_t amount,
 }
 
 int32_t cq__dev_peek(struct cq__res *r, uint8_t mode, int64_t amount,
-                     const struct cq__ritem *excl) {
-  struct cq__dev *first = find(r, mode, amount, excl, true);
+                     uint64_t stamp) {
+  struct cq__dev *first = find(r, mode, amount, stamp, true);
   return first != NULL ? (int32_t)first->index : -1;
 }
 
 bool cq__dev_fits(struct cq__res *r, uint8_t mode, int64_t amount,
-                  const struct cq__ritem *excl) {
-  return find(r, mode, amount, excl, false) != NULL;
+                  uint64_t stamp) {
+  return find(r, mode, amount, stamp, false) != NULL;
 }
 
 int32_t cq__dev_take(struct cq__res *r, uint8_t mode, int64_t amount,
-                     const struct cq__ritem *excl) {
-  struct cq__dev *first = find(r, mode, amount, excl, true);
+                     uint64_t stamp) {
+  struct cq__dev *first = find(r, mode, amount, stamp, true);
   CQ__ASSERT(first != NULL);
   if (mode == CQ__MODE_FRACTION) {
     dev_use(r, first, amount);
@@ -186,8 +189,7 @@ void cq__dev_put_one(struct cq__res *r, int32_t *chain, uint32_t index) {
 }
 
 int64_t cq__dev_copies(struct cq__res *r, uint8_t mode, int64_t amount,
-                       const struct cq__ritem *excl) {
-  uint64_t stamp = excl != NULL ? cq__dev_reserve(r, excl) : 0;
+                       uint64_t stamp) {
   int64_t copies = 0;
   if (mode == CQ__MODE_FRACTION) {
     /* Fractions never span devices: each device hosts free / f copies. */
@@ -203,9 +205,8 @@ int64_t cq__dev_copies(struct cq__res *r, uint8_t mode, int64_t amount,
   return copies / amount;
 }
 
-void cq__dev_room(struct cq__res *r, const struct cq__ritem *excl,
-                  int64_t *units, int64_t *largest, uint32_t *whole) {
-  uint64_t stamp = excl != NULL ? cq__dev_reserve(r, excl) : 0;
+void cq__dev_room(struct cq__res *r, uint64_t stamp, int64_t *units,
+                  int64_t *largest, uint32_t *whole) {
   *units = *largest = 0;
   *whole = 0;
   for (cq__rbnode *n = cq__rb_first(&r->by_free); n != NULL;

@@ -12,11 +12,14 @@
  *   capacity that still fits it, ties to the lowest index.
  * - Whole devices are the lowest-index allowed devices that are entirely
  *   free. A device is held whole or in fractions, never both.
- * - Reservation: a reserving ask (the policy says whose) covers only what it
- *   needs, chosen afresh at every question, since capacities change: one
- *   device for a fraction, the one with the most free capacity (ties to the
- *   lowest index); n devices for n whole ones, the n with the most free
- *   capacity. "Allowed" above means: not reserved by an ask that applies.
+ * - Reservation: the waiters that claimed the pool reserve devices in
+ *   arrival order, each from what older ones left, chosen afresh at every
+ *   question, since capacities change: one device for a fraction, the one
+ *   with the most free capacity (ties to the lowest index); n devices for
+ *   n whole ones, the n with the most free capacity. So together the older
+ *   claimers of a request reserve the first `count` devices in that order,
+ *   count being what they want in all, and "allowed" above means: not among
+ *   them. The policy says what count applies to whom.
  *
  * Online devices sit in the pool's `by_free` tree, ordered by (free, index),
  * so best fit is a lower-bound search and the most free devices are found
@@ -50,20 +53,20 @@ static inline int64_t cq__dev_free(const struct cq__dev *d) {
 }
 
 /*
- * In every call, `excl` is the ask whose reservation applies to the asker
- * (the pool's claimant's item, when it is older than the asker), or NULL.
+ * In every call, `stamp` marks the devices reserved for older claimers
+ * (from cq__dev_reserve()), which the asker may not use; 0 when none are.
  * All with the pool lock held.
  */
 bool cq__dev_fits(struct cq__res *r, uint8_t mode, int64_t amount,
-                  const struct cq__ritem *excl);
+                  uint64_t stamp);
 /* Place a request that fits; returns the device (the first, for whole). */
 int32_t cq__dev_take(struct cq__res *r, uint8_t mode, int64_t amount,
-                     const struct cq__ritem *excl);
+                     uint64_t stamp);
 /* Where a request that fits would be placed, without placing it: the
  * device (for whole devices the first, the others chained through
  * whole_next, which the caller resets), or -1. */
 int32_t cq__dev_peek(struct cq__res *r, uint8_t mode, int64_t amount,
-                     const struct cq__ritem *excl);
+                     uint64_t stamp);
 /* Give back `amount` thousandths of a fraction on `dev`, or a whole grant's
  * chain starting at `dev` (amount = its devices * CQ_DEVICE_MILLI). */
 void cq__dev_put(struct cq__res *r, uint8_t mode, int32_t dev, int64_t amount);
@@ -72,17 +75,18 @@ void cq__dev_put(struct cq__res *r, uint8_t mode, int32_t dev, int64_t amount);
 void cq__dev_put_one(struct cq__res *r, int32_t *chain, uint32_t index);
 /* How many copies of (mode, amount) fit now, one after another. */
 int64_t cq__dev_copies(struct cq__res *r, uint8_t mode, int64_t amount,
-                       const struct cq__ritem *excl);
+                       uint64_t stamp);
 /* Free thousandths on the allowed devices, the largest fraction that fits
  * one, and the entirely free allowed devices. */
-void cq__dev_room(struct cq__res *r, const struct cq__ritem *excl,
-                  int64_t *units, int64_t *largest, uint32_t *whole);
+void cq__dev_room(struct cq__res *r, uint64_t stamp, int64_t *units,
+                  int64_t *largest, uint32_t *whole);
 /* Whether some online device has free capacity. */
 bool cq__dev_any_free(const struct cq__res *r);
-/* Stamp the devices `ask` reserves; returns the stamp. */
-uint64_t cq__dev_reserve(struct cq__res *r, const struct cq__ritem *ask);
-/* Free thousandths on the devices `ask` reserves. */
-int64_t cq__dev_withheld(struct cq__res *r, const struct cq__ritem *ask);
+/* Stamp the first `count` devices in reservation order (the most free,
+ * ties to the lowest index); returns the stamp, 0 when count is 0. */
+uint64_t cq__dev_reserve(struct cq__res *r, int64_t count);
+/* Free thousandths on those devices. */
+int64_t cq__dev_withheld(struct cq__res *r, int64_t count);
 /* Take device d in or out of the free tree (it goes offline or online). */
 void cq__dev_set_online(struct cq__res *r, struct cq__dev *d, bool online);
 /* Put the devices of a new pool in its free tree. */

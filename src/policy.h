@@ -30,10 +30,10 @@ struct cq__queue {
                       lock-free ones hold units, which the destroy check
                       sees */
   struct cq__grant *holders; /* those n_held grants, linked through qnext */
-  uint64_t waited_grants; /* grants to requests that had waited */
-  uint64_t wakeups;       /* blocked threads signalled */
-  struct cq__res *dirty;  /* resources freed since the last sweep */
-  cq__rbtree deadlines;   /* waiters with a finite deadline */
+  uint64_t waited_grants;    /* grants to requests that had waited */
+  uint64_t wakeups;          /* blocked threads signalled */
+  struct cq__res *dirty;     /* resources freed since the last sweep */
+  cq__rbtree deadlines;      /* waiters with a finite deadline */
 };
 
 /* The pool's part for backfill (backfill.c): hold limits and the head's
@@ -128,9 +128,10 @@ int64_t cq__policy_open(const struct cq__res *r);
 /* What r withholds for its claimant: units of a budget or class (given its
  * usage word), free thousandths on the devices reserved of a device pool. */
 int64_t cq__policy_withheld(struct cq__res *r, uint64_t word);
-/* The ask whose device reservation applies to a new request on device pool
- * r, or NULL: for cq__dev_copies(), cq__dev_room() and snapshots. */
-const struct cq__ritem *cq__policy_reservation(const struct cq__res *r);
+/* The devices of device pool r that a new request may not use, every
+ * claimer's reservation: a stamp for cq__dev_copies(), cq__dev_room() and
+ * snapshots (0 when none). */
+uint64_t cq__policy_reservation(struct cq__res *r);
 
 /* ------------------------------------------------------------------------ */
 /* The lock-free clause (budget.c), without the lock                         */

@@ -11,15 +11,18 @@
  * - A waiter *claims* a resource when an examination finds that it lacks it.
  *   A claim stays until the waiter is granted or leaves. The oldest waiter
  *   holding a claim on r is r's *claimant*. For a budget, min(free(r), the
- *   claimant's need) is withheld for it; the rest is *open*. For a device
- *   pool, the claimant reserves the devices it needs (place.h: one device,
- *   the most free, for a fraction; the n most free for n whole devices),
- *   chosen again whenever capacities change.
- * - What r offers a request of arrival seq s: everything free if the
- *   claimant is s itself, or younger, or there is none; otherwise only what
- *   is open (on a device pool, the devices the claimant does not reserve).
- *   A request is *covered* on r when its need fits in that. A younger
- *   claimant never restricts an older request.
+ *   claimant's need) is withheld for it; the rest is *open*.
+ * - On a device pool every claimer reserves, in arrival order, from what
+ *   the older ones left: one device, the most free, for a fraction; the n
+ *   most free for n whole devices (place.h), chosen again whenever
+ *   capacities change. Budgets keep one claimant: withholding for every
+ *   waiter would make them strict FIFO.
+ * - What r offers a request of arrival seq s: on a budget, everything free
+ *   if the claimant is s itself, or younger, or there is none, and
+ *   otherwise only what is open; on a device pool, the devices that no
+ *   claimer older than s reserves. A request is *covered* on r when its
+ *   need fits in that. A younger claimer never restricts an older
+ *   request.
  *
  * Examining a request (a new arrival, or a waiter):
  * - covered on every resource: it is granted, all at once;
@@ -63,6 +66,8 @@
  * the holders' declared hold limits. A younger request with a limit that is
  * covered once the head's withholding is disregarded may be granted before
  * S when it ends by S, or when the head still fits at S with it running.
+ * Backfill respects one claimant per resource, device pools included (the
+ * oldest claimer's reservation there, not every claimer's).
  * So a request with a limit may pass a waiting head, and the guarantee
  * becomes: with every holder keeping its limit, the head is granted no
  * later than its sticky S, save for the README's three exceptions (an
@@ -134,27 +139,60 @@ static const struct cq__gitem *older_claimant(const struct cq__res *r,
   return c;
 }
 
-/* The ask of a claimant item, or NULL. */
-static const struct cq__ritem *ask_of(const struct cq__gitem *c) {
-  return c != NULL ? cq__item_ask(c) : NULL;
+/* How many devices a claimer of a device pool reserves: one for a
+ * fraction, n for n whole devices. */
+static int64_t dev_want(const struct cq__gitem *c) {
+  return c->mode == CQ__MODE_WHOLE ? cq__item_ask(c)->amount : 1;
 }
 
-const struct cq__ritem *cq__excl_for(const struct cq__res *r,
-                                     const struct cq__grant *g,
-                                     const struct cq__grant *ignore) {
-  return ask_of(older_claimant(r, g->seq, ignore));
+/* How many devices of r the claimers older than `seq` reserve: they
+ * reserve in arrival order, each the most free of what the older ones
+ * left, so together they hold the first that many devices in reservation
+ * order (place.h). Past the online devices nothing is left. */
+static int64_t reserved_before(const struct cq__res *r, uint64_t seq) {
+  cq__rbnode *last = cq__rb_last(&r->claims);
+  if (last == NULL || item_grant(claim_item(last))->seq < seq)
+    return r->claim_want; /* younger than every claimer: a new arrival */
+  int64_t count = 0;
+  for (cq__rbnode *n = cq__rb_first(&r->claims);
+       n != NULL && count < (int64_t)r->n_online; n = cq__rb_next(n)) {
+    const struct cq__gitem *c = claim_item(n);
+    if (item_grant(c)->seq >= seq)
+      break;
+    count += dev_want(c);
+  }
+  return count;
 }
 
-const struct cq__ritem *cq__policy_reservation(const struct cq__res *r) {
-  return ask_of(claimant_item(r));
+/* What a backfill younger than head h must leave on device pool r: only
+ * the claimant's reservation, and nothing when the claimant is h. As on a
+ * budget, backfill respects one claimant; honouring every waiter's
+ * reservation would leave it nothing once waiters outnumber devices. */
+static int64_t reserved_for_backfill(const struct cq__res *r, uint64_t seq,
+                                     const struct cq__grant *h) {
+  const struct cq__gitem *c = claimant_item(r);
+  if (c == NULL || item_grant(c) == h || item_grant(c)->seq >= seq)
+    return 0;
+  return dev_want(c);
+}
+
+uint64_t cq__excl_for(struct cq__res *r, const struct cq__grant *g,
+                      const struct cq__grant *ignore) {
+  return cq__dev_reserve(r, ignore != NULL
+                                ? reserved_for_backfill(r, g->seq, ignore)
+                                : reserved_before(r, g->seq));
+}
+
+uint64_t cq__policy_reservation(struct cq__res *r) {
+  return cq__dev_reserve(r, r->claim_want);
 }
 
 int64_t cq__policy_withheld(struct cq__res *r, uint64_t word) {
+  if (r->kind == CQ__RES_DEVICES)
+    return cq__dev_withheld(r, r->claim_want);
   const struct cq__gitem *c = claimant_item(r);
   if (c == NULL)
     return 0;
-  if (r->kind == CQ__RES_DEVICES)
-    return cq__dev_withheld(r, cq__item_ask(c));
   int64_t f = cq__w_free(word, cq__res_capacity(r));
   int64_t need = cq__item_need(item_grant(c), c->index);
   return need < f ? need : f;
@@ -183,7 +221,7 @@ static bool covered_as(const struct cq__grant *g, unsigned i,
   struct cq__res *r = g->it[i].res;
   if (r->kind == CQ__RES_DEVICES)
     return cq__dev_fits(r, g->it[i].mode, cq__item_need(g, i),
-                        ask_of(older_claimant(r, g->seq, ignore)));
+                        cq__excl_for(r, g, ignore));
   return cq__item_need(g, i) <= budget_offer(r, g->seq, ignore);
 }
 
@@ -240,6 +278,8 @@ static void claim(cq_pool *p, struct cq__grant *g, unsigned i) {
     cq__budget_contend(r, true);
   cq__rb_insert(&r->claims, &it->u.claim, claim_cmp);
   it->flags |= CQ__IT_CLAIMED;
+  if (r->kind == CQ__RES_DEVICES)
+    r->claim_want += dev_want(it);
   if (cq__rb_first(&r->claims) == &it->u.claim) {
     cq__event(p, CQ_EVENT_RESERVED, g, r, 0);
     if (r->blocked.count != 0)
@@ -256,6 +296,8 @@ static void drop_claims(cq_pool *p, struct cq__grant *g) {
       continue;
     struct cq__res *r = it->res;
     bool was_claimant = cq__rb_first(&r->claims) == &it->u.claim;
+    if (r->kind == CQ__RES_DEVICES)
+      r->claim_want -= dev_want(it);
     cq__rb_remove(&r->claims, &it->u.claim);
     it->flags &= (uint8_t)~CQ__IT_CLAIMED;
     if (r->claims.count == 0)
@@ -263,7 +305,9 @@ static void drop_claims(cq_pool *p, struct cq__grant *g) {
     if (was_claimant && r->claims.count != 0)
       cq__event(p, CQ_EVENT_RESERVED,
                 item_grant(claim_item(cq__rb_first(&r->claims))), r, 0);
-    if (was_claimant) /* what it withheld is open again */
+    /* What it withheld is open again; on a device pool every claimer's
+     * reservation shaped what younger ones may use. */
+    if (was_claimant || r->kind == CQ__RES_DEVICES)
       units_returned(p, r, g->seq);
   }
 }
@@ -649,6 +693,30 @@ void cq__policy_fast_failed(cq_pool *p, const struct cq__req *req,
 /* ------------------------------------------------------------------------ */
 
 /*
+ * next_candidate() for a device pool: the claimers in arrival order, each
+ * allowed what the older ones do not reserve (reserved_before() as it
+ * goes); once they reserve every online device, nobody younger can fit.
+ */
+static struct cq__grant *next_device_candidate(struct cq__res *r) {
+  if (!cq__dev_any_free(r))
+    return NULL;
+  int64_t count = 0;
+  for (cq__rbnode *n = cq__rb_first(&r->claims);
+       n != NULL && count < (int64_t)r->n_online; n = cq__rb_next(n)) {
+    const struct cq__gitem *c = claim_item(n);
+    struct cq__grant *w = item_grant(c);
+    if (w->seq > r->walk_seq && w->blocker == c->index) {
+      if (cq__dev_fits(r, c->mode, cq__item_need(w, c->index),
+                       cq__dev_reserve(r, count)))
+        return w;
+      r->walk_seq = w->seq;
+    }
+    count += dev_want(c);
+  }
+  return NULL;
+}
+
+/*
  * The oldest waiter blocked on dirty resource r, younger than r's walk
  * position, that r now covers. Waiters passed over are not covered, and stay
  * so for the rest of this sweep unless r is marked again.
@@ -659,17 +727,8 @@ static struct cq__grant *next_candidate(struct cq__res *r) {
   /* Usually the walk starts at the oldest: no descent needed. */
   if (n != NULL && bnode_grant(n)->seq < from)
     n = cq__rb_lower_bound(&r->blocked, &from, blocked_key_cmp);
-  if (r->kind == CQ__RES_DEVICES) {
-    if (!cq__dev_any_free(r))
-      return NULL;
-    for (; n != NULL; n = cq__rb_next(n)) {
-      struct cq__grant *w = bnode_grant(n);
-      if (covered(w, w->blocker))
-        return w;
-      r->walk_seq = w->seq;
-    }
-    return NULL;
-  }
+  if (r->kind == CQ__RES_DEVICES)
+    return next_device_candidate(r);
   if (cq__budget_free(r) == 0)
     return NULL;
   const struct cq__gitem *c = claimant_item(r);

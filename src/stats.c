@@ -97,8 +97,7 @@ int cq_pool_snapshot(cq_pool *pool, cq_resource_stats *out, size_t cap,
 static void dev_snapshot(struct cq__res *r, uint32_t index,
                          cq_device_stats *out) {
   const struct cq__dev *d = &r->devs[index];
-  const struct cq__ritem *ask = cq__policy_reservation(r);
-  uint64_t stamp = ask != NULL ? cq__dev_reserve(r, ask) : 0;
+  uint64_t stamp = cq__policy_reservation(r);
   memset(out, 0, sizeof(*out));
   memcpy(out->id, d->id, sizeof(out->id));
   out->index = d->index;

@@ -392,6 +392,54 @@ static void test_fractional_claimant_and_its_reserved_device(void **state) {
   release(&b);
 }
 
+/* Backfill respects one claimant per device pool, as on a budget, not the
+ * reservation of every waiter. H (cpu:8) is the head, S = 100. Three
+ * devices at [0.2, 0.3, 0.4] free; W1 and W2 (0.5 each, no limit) wait
+ * behind H, W1 reserving device 2 and W2 device 1. Y (0.3 until 60) is
+ * backfilled onto W2's device 1, which an ordinary grant could not use;
+ * Y2 (0.4 until 60) would fit only on device 2, the claimant W1's, and
+ * waits. */
+static void
+test_backfill_respects_one_device_claimant_not_every_waiter(void **state) {
+  (void)state;
+  replace_pool(CQ_POOL_BACKFILL, false);
+  assert_cq_ok(cq_budget_add(pool, "cpu", 10));
+  assert_cq_ok(cq_devices_add(pool, "gpu", 3, NULL));
+  struct job a, d[3], h, w1, w2, y, y2;
+  static const char *const held[3] = {"gpu=0.8", "gpu=0.7", "gpu=0.6"};
+  for (int i = 0; i < 3; i++)
+    assert_true(job_submit(&d[i], "D", held[i], 1000));
+  assert_true(job_submit(&a, "A", "cpu=6", 100));
+  assert_false(job_submit(&h, "H", "cpu=8", 0));
+  assert_false(job_submit(&w1, "W1", "gpu=0.5", 0));
+  assert_false(job_submit(&w2, "W2", "gpu=0.5", 0));
+  cq_device_stats ds;
+  assert_cq_ok(cq_device_stats_get(pool, "gpu", 0, &ds));
+  assert_false(ds.reserved);
+  advance_to(10);
+  assert_true(job_submit(&y, "Y", "gpu=0.3", 50));
+  uint32_t dev = 99;
+  assert_int_equal(cq_grant_devices(&y.slot.grant, "gpu", &dev, 1), 1);
+  assert_int_equal(dev, 1);
+  assert_int_equal(stats().backfilled, 1);
+  assert_false(job_submit(&y2, "Y2", "gpu=0.4", 50));
+  advance_to(60);
+  release(&y);
+  cancel(&y2);
+  advance_to(100);
+  release(&a);
+  assert_true(granted(&h));
+  release(&h);
+  advance_to(1000);
+  for (int i = 0; i < 3; i++)
+    release(&d[i]);
+  assert_true(granted(&w1));
+  assert_true(granted(&w2));
+  release(&w1);
+  release(&w2);
+  assert_int_equal(stats().late_heads, 0);
+}
+
 /* H1 (cpu:8) has S = 100; H2 (cpu:10) behind it would have S = 300. Y
  * (cpu:2 until 160) cannot pass H1 and waits. Cancelling H1 hands the claim
  * to H2 with a fresh S = 300: Y, waiting, is backfilled at once. */
@@ -623,6 +671,7 @@ int main(void) {
       T(test_shadow_does_not_move_later_when_base_grant_takes_unclaimed),
       T(test_eight_device_claimant_with_fractions_backfilled),
       T(test_fractional_claimant_and_its_reserved_device),
+      T(test_backfill_respects_one_device_claimant_not_every_waiter),
       T(test_cancelled_head_hands_claim_and_fresh_shadow_to_next),
       T(test_timeouts_and_capacity_changes_keep_the_promise),
       T(test_try_without_limit_never_barges),

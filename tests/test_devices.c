@@ -26,19 +26,18 @@ static const char *free_str(void) {
   return buf;
 }
 
-static int reserved_device(void) {
+/* The devices of "gpu" that some waiter reserves, as a bit mask. */
+static unsigned reserved_mask(void) {
   cq_resource_stats ps;
   assert_cq_ok(cq_resource_stats_get(pool, "gpu", &ps));
-  int found = -1;
+  unsigned mask = 0;
   for (uint32_t i = 0; i < ps.devices; i++) {
     cq_device_stats d;
     assert_cq_ok(cq_device_stats_get(pool, "gpu", i, &d));
-    if (d.reserved) {
-      assert_int_equal(found, -1); /* a fraction reserves one device */
-      found = (int)i;
-    }
+    if (d.reserved)
+      mask |= 1u << i;
   }
-  return found;
+  return mask;
 }
 
 /* The one device a held grant has on "gpu". */
@@ -97,7 +96,7 @@ test_fraction_waiter_reserves_one_device_others_use_the_rest(void **state) {
   two_at_500_400(&h0, &h1, &r0, &r1);
   submit_frac(&t1, "T1", &ra, 600);
   assert_log(&rec, "");
-  assert_int_equal(reserved_device(), 0);
+  assert_int_equal(reserved_mask(), 1u << 0);
   submit_frac(&t2, "T2", &rb, 300);
   assert_log(&rec, "T2");
   assert_int_equal(device_of(&t2.grant), 1);
@@ -156,28 +155,43 @@ test_younger_waiter_is_granted_on_an_unreserved_device(void **state) {
   assert_cq_ok(cq_grant_release(pool, &h1));
 }
 
-/* Scenario 4. */
+/* Scenario 4, the README's worked example step by step. */
 static void test_reservation_moves_to_the_device_with_most_free(void **state) {
   (void)state;
   assert_cq_ok(cq_devices_add(pool, "gpu", 3, NULL));
   cq_grant h[3];
-  cq_req rh[3], ra, rb;
-  cqt_slot t1, t2;
+  cq_req rh[3], ra, rb, ry;
+  cqt_slot t1, t2, y;
   for (int i = 0; i < 3; i++)
     assert_int_equal(take(&h[i], &rh[i], 1000), i);
   submit_frac(&t1, "T1", &ra, 700);
-  submit_frac(&t2, "T2", &rb, 500);
+  assert_int_equal(reserved_mask(), 1u << 0);
+  submit_frac(&t2, "T2", &rb, 600);
+  assert_int_equal(reserved_mask(), 1u << 0 | 1u << 1);
   assert_cq_ok(cq_grant_release_device(pool, &h[1], "gpu", 1, 500));
-  assert_log(&rec, ""); /* device 1 is now T1's: nothing is granted */
-  assert_int_equal(reserved_device(), 1);
+  /* Device 1 is now T1's, and T2 reserves the next, device 0: nothing is
+   * granted. */
+  assert_log(&rec, "");
+  assert_int_equal(reserved_mask(), 1u << 1 | 1u << 0);
   assert_cq_ok(cq_grant_release_device(pool, &h[2], "gpu", 2, 600));
-  assert_int_equal(reserved_device(), 2);
+  assert_string_equal(free_str(), "0 500 600");
+  assert_int_equal(reserved_mask(), 1u << 2 | 1u << 1);
+  assert_log(&rec, ""); /* T2 may not take T1's device 2 */
+  submit_frac(&y, "Y", &ry, 400);
+  assert_log(&rec, "");                  /* Y fits only on reserved devices */
+  assert_int_equal(reserved_mask(), 7u); /* Y reserves device 0 */
+  assert_cq_ok(cq_grant_release_device(pool, &h[1], "gpu", 1, 100));
   assert_log(&rec, "T2");
-  assert_int_equal(device_of(&t2.grant), 1);
-  assert_cq_ok(cq_grant_release_device(pool, &h[2], "gpu", 2, 100));
+  assert_int_equal(device_of(&t2.grant), 2);
+  assert_int_equal(reserved_mask(), 1u << 1 | 1u << 0);
+  assert_cq_ok(cq_grant_release_device(pool, &h[1], "gpu", 1, 100));
   assert_log(&rec, "T2 T1");
-  assert_int_equal(device_of(&t1.grant), 2);
+  assert_int_equal(device_of(&t1.grant), 1);
+  assert_string_equal(free_str(), "0 0 0");
   assert_cq_ok(cq_grant_release(pool, &t1.grant));
+  assert_log(&rec, "T2 T1 Y");
+  assert_int_equal(device_of(&y.grant), 1);
+  assert_cq_ok(cq_grant_release(pool, &y.grant));
   assert_cq_ok(cq_grant_release(pool, &t2.grant));
   for (int i = 0; i < 3; i++)
     assert_cq_ok(cq_grant_release(pool, &h[i]));
@@ -531,6 +545,117 @@ static void test_grant_names_its_devices_for_cuda_visible_devices(void **s) {
   assert_cq_err(cq_devices_add(pool, "gpu", 1, NULL), CQ_EEXIST);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Every device waiter reserves, in arrival order                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The rule a GPU pool's reviewers reached: T1 takes the device with the
+ * most free capacity, T2 the next, and so on; later requests may still
+ * use what no one reserved. Devices at [500, 600] free: T1 asks 0.7
+ * and reserves device 1 (0.6 free), so a young 0.1 still goes to device 0.
+ * T2 asks 0.55, which only device 1 could hold: it does not take T1's
+ * device, it waits and reserves the next, device 0, and then a young 0.1
+ * waits too, where one reserving waiter would have let it in.
+ */
+static void test_t1_reserves_the_most_free_device_and_t2_the_next(void **s) {
+  (void)s;
+  cq_grant h0, h1, y;
+  cq_req r0, r1, ra, rb, ry, rz;
+  cqt_slot t1, t2, z;
+  assert_cq_ok(cq_devices_add(pool, "gpu", 2, NULL));
+  assert_int_equal(take(&h0, &r0, 500), 0);
+  assert_int_equal(take(&h1, &r1, 600), 1);
+  assert_cq_ok(cq_grant_release_device(pool, &h1, "gpu", 1, 200));
+  assert_string_equal(free_str(), "500 600");
+  submit_frac(&t1, "T1", &ra, 700);
+  assert_int_equal(reserved_mask(), 1u << 1);
+  /* A young request still uses the device nobody reserves. */
+  assert_int_equal(take(&y, &ry, 100), 0);
+  assert_cq_ok(cq_grant_release(pool, &y));
+  submit_frac(&t2, "T2", &rb, 550);
+  assert_log(&rec, ""); /* T2 does not take T1's device */
+  assert_int_equal(reserved_mask(), 1u << 1 | 1u << 0);
+  submit_frac(&z, "Z", &rz, 100);
+  assert_log(&rec, ""); /* both devices are reserved now */
+  /* 0.2 more on device 1: T1 is granted there, then Z on what T2 leaves. */
+  assert_cq_ok(cq_grant_release_device(pool, &h1, "gpu", 1, 200));
+  assert_log(&rec, "T1 Z");
+  assert_int_equal(device_of(&t1.grant), 1);
+  assert_int_equal(device_of(&z.grant), 1);
+  assert_int_equal(reserved_mask(), 1u << 0); /* T2 waits for device 0 */
+  assert_cq_ok(cq_grant_release(pool, &h0));
+  assert_log(&rec, "T1 Z T2");
+  assert_int_equal(device_of(&t2.grant), 0);
+  assert_cq_ok(cq_grant_release(pool, &t1.grant));
+  assert_cq_ok(cq_grant_release(pool, &t2.grant));
+  assert_cq_ok(cq_grant_release(pool, &z.grant));
+  assert_cq_ok(cq_grant_release(pool, &h1));
+}
+
+/* T1 needs 2 GPUs while T2 waits for 0.5: T1 reserves both, and T2 does
+ * not take one of them when it comes free, though 0.5 would fit there. */
+static void test_a_two_gpu_waiter_keeps_both_from_a_younger_fraction(void **s) {
+  (void)s;
+  cq_grant h0, h1;
+  cq_req r0, r1, ra, rb;
+  cqt_slot t1, t2;
+  assert_cq_ok(cq_devices_add(pool, "gpu", 2, NULL));
+  assert_int_equal(take(&h0, &r0, 400), 0);
+  assert_int_equal(take(&h1, &r1, 700), 1);
+  submit_whole(&t1, "T1", &ra, 2);
+  submit_frac(&t2, "T2", &rb, 500);
+  assert_log(&rec, ""); /* device 0 has 0.6 free, but T1 reserves it */
+  assert_int_equal(reserved_mask(), 3u);
+  assert_cq_ok(cq_grant_release(pool, &h0));
+  assert_log(&rec, "");
+  assert_string_equal(free_str(), "1000 300");
+  assert_cq_ok(cq_grant_release(pool, &h1));
+  assert_log(&rec, "T1");
+  assert_cq_ok(cq_grant_release(pool, &t1.grant));
+  assert_log(&rec, "T1 T2");
+  assert_cq_ok(cq_grant_release(pool, &t2.grant));
+}
+
+/*
+ * A long-running workload's pattern in miniature, on devices at [400, 300,
+ * 300] free: S (0.9) waits first and reserves device 0, W (2 whole devices)
+ * waits behind it, and a small young job Y arrives. With only the oldest
+ * waiter reserving, Y went to device 1, one W needs, and held it, and W
+ * started late; now W reserves devices 1 and 2, so Y waits, and runs beside
+ * S once S is granted.
+ */
+static void
+test_a_small_young_job_leaves_an_older_multi_gpu_waiters_devices(void **state) {
+  (void)state;
+  assert_cq_ok(cq_devices_add(pool, "gpu", 3, NULL));
+  cq_grant h[3];
+  cq_req rh[3], rs, rw, ry;
+  cqt_slot sm, w, y;
+  const int64_t held[3] = {600, 700, 700};
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(take(&h[i], &rh[i], held[i]), i);
+  submit_frac(&sm, "S", &rs, 900);
+  submit_whole(&w, "W", &rw, 2);
+  submit_frac(&y, "Y", &ry, 50);
+  assert_log(&rec, ""); /* 0.05 would fit anywhere, but all are reserved */
+  assert_int_equal(reserved_mask(), 7u);
+  assert_cq_ok(cq_grant_release(pool, &h[0]));
+  assert_log(&rec, "S Y"); /* S on device 0; Y beside it, off W's devices */
+  assert_int_equal(device_of(&sm.grant), 0);
+  assert_int_equal(device_of(&y.grant), 0);
+  assert_cq_ok(cq_grant_release(pool, &h[1]));
+  assert_cq_ok(cq_grant_release(pool, &h[2]));
+  assert_log(&rec, "S Y W"); /* W is not delayed by Y */
+  uint32_t idx[2];
+  assert_int_equal(cq_grant_devices(&w.grant, "gpu", idx, 2), 2);
+  assert_int_equal(idx[0], 1);
+  assert_int_equal(idx[1], 2);
+  assert_cq_ok(cq_grant_release(pool, &sm.grant));
+  assert_cq_ok(cq_grant_release(pool, &y.grant));
+  assert_cq_ok(cq_grant_release(pool, &w.grant));
+}
+
 static void test_device_pools_come_first_in_staged_claims(void **state) {
   (void)state;
   cq_pool *staged;
@@ -588,6 +713,9 @@ int main(void) {
       T(test_random_fractions_come_back_exactly),
       T(test_grant_names_its_devices_for_cuda_visible_devices),
       T(test_device_pools_come_first_in_staged_claims),
+      T(test_t1_reserves_the_most_free_device_and_t2_the_next),
+      T(test_a_two_gpu_waiter_keeps_both_from_a_younger_fraction),
+      T(test_a_small_young_job_leaves_an_older_multi_gpu_waiters_devices),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -555,16 +555,16 @@ test_advance_keeps_limits_and_deadlines_in_time_order(void **state) {
 
 /*
  * One of the README's exceptions to the promise: on a device pool, an
- * ordinary grant of a device the head has not reserved delays the head
- * past its sticky S although every holder keeps its limit. d0 has three
- * devices: s0 holds 0.8 of device 0 until 1010, s1 0.3 of device 1 and s2
- * 0.8 of device 2 for ever. The head s3 asks a whole device: S = 1010,
- * when device 0 comes free; but it reserves device 1, the one with the most
- * free capacity now. s4 (0.9 for 100 ms) waits, and S is computed. s5 asks
- * 0.2 without a limit: devices 0 and 2 are not reserved, best fit puts it
- * on device 0, where it stays: at 1010 device 0 is not free, and the head
- * is granted only when s5 lets go, at 1015. The library counts it in
- * cq_pool_stats.late_heads, and the model counts it apart.
+ * ordinary grant of a device no waiter reserves delays the head past its
+ * sticky S although every holder keeps its limit. d0 has three devices: s0
+ * holds 0.8 of device 0 until 1010, s1 0.3 of device 1 and s2 0.8 of
+ * device 2 for ever. The head s3 asks a whole device: S = 1010, when device
+ * 0 comes free; but it reserves device 1, the one with the most free
+ * capacity now. s4 (b1 for 100 ms) waits behind s6 and S is computed. s5
+ * asks 0.2 of d0 without a limit: devices 0 and 2 are not reserved, best
+ * fit puts it on device 0, where it stays: at 1010 device 0 is not free,
+ * and the head is granted only when s5 lets go, at 1015. The library
+ * counts it in cq_pool_stats.late_heads, and the model counts it apart.
  */
 static void
 test_device_grant_outside_the_reservation_delays_head_past_shadow_time(
@@ -572,11 +572,34 @@ test_device_grant_outside_the_reservation_delays_head_past_shadow_time(
   (void)state;
   static const char *const want[] = {
       "submit s3 { d0:1dev } deadline=never -> OK\n",
-      "submit s4 { d0:900m limit=100 } deadline=never -> OK\n",
+      "submit s4 { b1:1 limit=100 } deadline=never -> OK\n",
       "submit s5 { d0:200m } deadline=never -> OK; cb s5 OK\n",
       "release s0 at its limit end 1010 -> OK -> OK\n",
       "release s5 -> OK; cb s3 OK\n",
       "backfilled 0, late heads 1 (late after a device grant 1)\n",
+      NULL};
+  RUN(BACKFILL, want, ADD_DEVICES(3), ADD_BUDGET(1),
+      SUBMIT(0, 1, 80, 0, 0, 10, NEVER), SUBMIT(1, 1, 30, 0, 0, 0, NEVER),
+      SUBMIT(2, 1, 80, 0, 0, 0, NEVER), SUBMIT(6, 2, 1, 0, 0, 0, NEVER),
+      SUBMIT(3, 1, WHOLE(1), 0, 0, 0, NEVER), SUBMIT(4, 2, 1, 0, 0, 100, NEVER),
+      SUBMIT(5, 1, 20, 0, 0, 0, NEVER), ADVANCE(15), RELEASE(5), CANCEL(4),
+      RELEASE(6), RELEASE(1), RELEASE(2), RELEASE(3));
+}
+
+/*
+ * Where a second waiter reserves, the same grant goes elsewhere and the
+ * head is on time: as above, but s4 asks 0.9 of d0. It reserves the next
+ * most free device, device 0 (0.2 free, as device 2, but the lower index),
+ * so s5 goes to device 2, and at 1010 the head gets device 0.
+ */
+static void test_every_device_waiter_reserves_so_the_head_is_on_time(void **s) {
+  (void)s;
+  static const char *const want[] = {
+      "submit s3 { d0:1dev } deadline=never -> OK\n",
+      "submit s4 { d0:900m limit=100 } deadline=never -> OK\n",
+      "submit s5 { d0:200m } deadline=never -> OK; cb s5 OK\n",
+      "release s0 at its limit end 1010 -> OK -> OK; cb s3 OK\n",
+      "backfilled 0, late heads 0 (late after a device grant 0)\n",
       NULL};
   RUN(BACKFILL, want, ADD_DEVICES(3), SUBMIT(0, 1, 80, 0, 0, 10, NEVER),
       SUBMIT(1, 1, 30, 0, 0, 0, NEVER), SUBMIT(2, 1, 80, 0, 0, 0, NEVER),
@@ -721,6 +744,8 @@ int main(void) {
       cmocka_unit_test(test_advance_keeps_limits_and_deadlines_in_time_order),
       cmocka_unit_test(
           test_device_grant_outside_the_reservation_delays_head_past_shadow_time),
+      cmocka_unit_test(
+          test_every_device_waiter_reserves_so_the_head_is_on_time),
       cmocka_unit_test(test_shrinker_finds_the_shortest_program),
       cmocka_unit_test(test_shrinker_keeps_the_way_the_program_failed),
       cmocka_unit_test(test_failures_of_other_calls_or_codes_differ),

@@ -113,9 +113,80 @@ static void test_walks_both_ways_and_keeps_first_and_last(void **s) {
   assert_true(cq__rb_check(&t, item_cmp) >= 0);
 }
 
+/* An augmented tree: each node keeps the smallest value in its subtree. */
+struct aitem {
+  cq__rbnode node;
+  int key, value, min;
+  int in;
+};
+
+static struct aitem *aitem_of(const cq__rbnode *n) {
+  return CQ__CONTAINER_OF(n, struct aitem, node);
+}
+
+static int aitem_cmp(const cq__rbnode *a, const cq__rbnode *b) {
+  int ka = aitem_of(a)->key, kb = aitem_of(b)->key;
+  return (ka > kb) - (ka < kb);
+}
+
+static void aitem_aug(cq__rbnode *n) {
+  struct aitem *it = aitem_of(n);
+  it->min = it->value;
+  for (int d = 0; d < 2; d++)
+    if (n->child[d] != NULL && aitem_of(n->child[d])->min < it->min)
+      it->min = aitem_of(n->child[d])->min;
+}
+
+/* The smallest value under n, the slow way. */
+static int subtree_min(const cq__rbnode *n) {
+  if (n == NULL)
+    return INT32_MAX;
+  int m = aitem_of(n)->value;
+  for (int d = 0; d < 2; d++) {
+    int c = subtree_min(n->child[d]);
+    m = c < m ? c : m;
+  }
+  return m;
+}
+
+static void check_summaries(const cq__rbnode *n) {
+  if (n == NULL)
+    return;
+  assert_int_equal(aitem_of(n)->min, subtree_min(n));
+  check_summaries(n->child[0]);
+  check_summaries(n->child[1]);
+}
+
+static void test_augmented_tree_keeps_every_subtree_minimum(void **s) {
+  (void)s;
+  enum { A = 600 };
+  static struct aitem items[A];
+  cq__rbtree t = {0};
+  for (int k = 0; k < A; k++) {
+    items[k].key = k;
+    items[k].value = (int)(rnd() % 1000);
+    items[k].in = 0;
+  }
+  for (int round = 0; round < 6000; round++) {
+    struct aitem *it = &items[rnd() % A];
+    if (it->in) {
+      cq__rb_remove_aug(&t, &it->node, aitem_aug);
+      it->in = 0;
+    } else {
+      cq__rb_insert_aug(&t, &it->node, aitem_cmp, aitem_aug);
+      it->in = 1;
+    }
+    if (round % 97 == 0 || round > 5900) {
+      assert_true(cq__rb_check(&t, aitem_cmp) >= 0);
+      check_summaries(t.root);
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_random_inserts_and_removals_keep_order_and_balance),
+      cmocka_unit_test(test_augmented_tree_keeps_every_subtree_minimum),
       cmocka_unit_test(test_lower_bound_finds_the_first_key_not_below),
       cmocka_unit_test(test_walks_both_ways_and_keeps_first_and_last),
   };

@@ -517,7 +517,8 @@ typedef struct cq_resource_stats {
   unsigned flags;         /* enum cq_budget_flags */
   int64_t capacity;       /* units (device pools: online devices x 1000) */
   int64_t in_use;         /* held by grants */
-  int64_t withheld;       /* free, but set aside for the claimant */
+  int64_t withheld;       /* free, but set aside: for a budget's claimant; on
+                             a device pool, what reserved devices have free */
   int64_t peak;           /* highest in_use seen */
   uint64_t waiting;       /* waiting requests that name it */
   uint64_t grants;        /* grants that included it, ever */
@@ -591,7 +592,7 @@ typedef struct cq_device_stats {
   uint32_t index;                /* position in the pool, 0-based */
   int online;                    /* takes new work */
   int whole;                     /* held whole by one grant */
-  int reserved;                  /* reserved for the pool's claimant */
+  int reserved;                  /* reserved by a waiter */
   int64_t used_milli;            /* thousandths held */
   int64_t peak_milli;            /* highest used_milli seen */
   uint64_t grants;               /* grants placed on this device, ever */

@@ -59,7 +59,7 @@ static void replace_child(cq__rbtree *t, cq__rbnode *u, cq__rbnode *v) {
  * Rotate `x` down towards direction `d`: its child on the other side takes
  * its place, and x becomes that child's `d` child.
  */
-static void rotate(cq__rbtree *t, cq__rbnode *x, int d) {
+static void rotate(cq__rbtree *t, cq__rbnode *x, int d, cq__rbaug aug) {
   cq__rbnode *y = x->child[!d];
   x->child[!d] = y->child[d];
   if (y->child[d] != NULL)
@@ -67,6 +67,19 @@ static void rotate(cq__rbtree *t, cq__rbnode *x, int d) {
   replace_child(t, x, y);
   y->child[d] = x;
   set_parent(x, y);
+  /* Only these two subtrees changed members: x's, then y's above it. */
+  if (aug != NULL) {
+    aug(x);
+    aug(y);
+  }
+}
+
+/* Summaries from `n` up to the root, after its subtree changed. */
+static void aug_up(cq__rbnode *n, cq__rbaug aug) {
+  if (aug == NULL)
+    return;
+  for (; n != NULL; n = parent_of(n))
+    aug(n);
 }
 
 static cq__rbnode *extreme(cq__rbnode *n, int d) {
@@ -76,6 +89,15 @@ static cq__rbnode *extreme(cq__rbnode *n, int d) {
 }
 
 void cq__rb_insert(cq__rbtree *t, cq__rbnode *n, cq__rbcmp cmp) {
+  cq__rb_insert_aug(t, n, cmp, NULL);
+}
+
+void cq__rb_remove(cq__rbtree *t, cq__rbnode *z) {
+  cq__rb_remove_aug(t, z, NULL);
+}
+
+void cq__rb_insert_aug(cq__rbtree *t, cq__rbnode *n, cq__rbcmp cmp,
+                       cq__rbaug aug) {
   cq__rbnode *parent = NULL;
   cq__rbnode **link = &t->root;
   bool leftmost = true, rightmost = true;
@@ -105,6 +127,7 @@ void cq__rb_insert(cq__rbtree *t, cq__rbnode *n, cq__rbcmp cmp) {
   if (rightmost)
     t->last = n;
   t->count++;
+  aug_up(n, aug);
 
   /* Restore the colours: `n` is red and may have a red parent. */
   cq__rbnode *x = n;
@@ -122,11 +145,11 @@ void cq__rb_insert(cq__rbtree *t, cq__rbnode *n, cq__rbcmp cmp) {
     }
     if (x == p->child[!side]) {
       /* Inner grandchild: turn it into the outer case. */
-      rotate(t, p, side);
+      rotate(t, p, side, aug);
       x = p;
       p = parent_of(x);
     }
-    rotate(t, g, !side);
+    rotate(t, g, !side, aug);
     set_black(p);
     set_red(g);
     break;
@@ -134,7 +157,7 @@ void cq__rb_insert(cq__rbtree *t, cq__rbnode *n, cq__rbcmp cmp) {
   set_black(t->root);
 }
 
-void cq__rb_remove(cq__rbtree *t, cq__rbnode *z) {
+void cq__rb_remove_aug(cq__rbtree *t, cq__rbnode *z, cq__rbaug aug) {
   cq__rbnode *x;  /* node that moves into the removed position */
   cq__rbnode *xp; /* its parent (x may be NULL) */
   bool removed_red;
@@ -170,6 +193,8 @@ void cq__rb_remove(cq__rbtree *t, cq__rbnode *z) {
   }
   z->child[0] = z->child[1] = NULL;
   z->parent_color = 0;
+  /* Every subtree that lost z lies on the path from xp up. */
+  aug_up(xp, aug);
 
   if (removed_red)
     return;
@@ -181,7 +206,7 @@ void cq__rb_remove(cq__rbtree *t, cq__rbnode *z) {
     if (is_red(w)) {
       set_black(w);
       set_red(xp);
-      rotate(t, xp, side);
+      rotate(t, xp, side, aug);
       w = xp->child[!side];
     }
     if (!is_red(w->child[0]) && !is_red(w->child[1])) {
@@ -193,13 +218,13 @@ void cq__rb_remove(cq__rbtree *t, cq__rbnode *z) {
     if (!is_red(w->child[!side])) {
       set_black(w->child[side]);
       set_red(w);
-      rotate(t, w, !side);
+      rotate(t, w, !side, aug);
       w = xp->child[!side];
     }
     copy_color(w, xp);
     set_black(xp);
     set_black(w->child[!side]);
-    rotate(t, xp, side);
+    rotate(t, xp, side, aug);
     x = t->root;
     break;
   }

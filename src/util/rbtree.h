@@ -24,9 +24,18 @@ typedef struct cq__rbtree {
 typedef int (*cq__rbcmp)(const cq__rbnode *a, const cq__rbnode *b);
 /* Orders a node against a search key. */
 typedef int (*cq__rbkeycmp)(const cq__rbnode *node, const void *key);
+/* An augmented tree keeps, in each member, a summary of its subtree (the
+ * smallest need below it, say): this computes n's from its own value and
+ * its children's summaries. */
+typedef void (*cq__rbaug)(cq__rbnode *n);
 
 void cq__rb_insert(cq__rbtree *t, cq__rbnode *n, cq__rbcmp cmp);
 void cq__rb_remove(cq__rbtree *t, cq__rbnode *n);
+/* The same for an augmented tree: every summary is kept right, in
+ * O(log n) summary computations. */
+void cq__rb_insert_aug(cq__rbtree *t, cq__rbnode *n, cq__rbcmp cmp,
+                       cq__rbaug aug);
+void cq__rb_remove_aug(cq__rbtree *t, cq__rbnode *n, cq__rbaug aug);
 cq__rbnode *cq__rb_next(const cq__rbnode *n);
 cq__rbnode *cq__rb_prev(const cq__rbnode *n);
 /* The first node that is not ordered before `key`, or NULL. */

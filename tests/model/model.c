@@ -249,14 +249,15 @@ int m_head(const m_model *m) {
   return best;
 }
 
-/* The n online devices with the most free capacity, ties to the lowest
- * index: what a claimant reserves (one for a fraction). */
-static uint32_t most_free(const m_res *r, int n) {
+/* The n online devices outside `taken` with the most free capacity, ties
+ * to the lowest index: what a claimer reserves (one for a fraction) from
+ * what older claimers left. */
+static uint32_t most_free(const m_res *r, int n, uint32_t taken) {
   uint32_t picked = 0;
   for (int k = 0; k < n; k++) {
     int best = -1;
     for (int d = 0; d < r->ndev; d++)
-      if (r->dev_online[d] && !(picked & (1u << d)) &&
+      if (r->dev_online[d] && !((picked | taken) & (1u << d)) &&
           (best < 0 || dev_free(r, d) > dev_free(r, best)))
         best = d;
     if (best < 0)
@@ -266,22 +267,50 @@ static uint32_t most_free(const m_res *r, int n) {
   return picked;
 }
 
+/* The devices of `res` that the waiters claiming it and older than `seq`
+ * reserve: each, in arrival order, reserves from what the older ones left
+ * (README, "Reservation on devices"). A backfill (`ignore` is the head)
+ * respects only the oldest claimer's reservation, and not even that when
+ * it is the head's: one claimant per resource, as on budgets. */
+static uint32_t reserved_before(const m_model *m, int res, uint64_t seq,
+                                int ignore) {
+  uint32_t taken = 0;
+  uint64_t after = 0;
+  for (;;) {
+    /* The next claimer in arrival order. */
+    int c = -1;
+    for (int s = 0; s < M_SLOT_MAX; s++) {
+      const m_slot *w = &m->slot[s];
+      int i = find_item(&w->req, res);
+      if (w->state == M_WAITING && i >= 0 && (w->claims & (1u << i)) &&
+          w->seq > after && (c < 0 || w->seq < m->slot[c].seq))
+        c = s;
+    }
+    if (c < 0 || m->slot[c].seq >= seq)
+      return taken;
+    after = m->slot[c].seq;
+    if (c == ignore)
+      return taken;
+    const m_item *it = &m->slot[c].req.items[find_item(&m->slot[c].req, res)];
+    taken |= most_free(&m->res[res], it->whole ? (int)it->amount : 1, taken);
+    if (ignore >= 0)
+      return taken;
+  }
+}
+
 uint32_t m_reserved_devices(const m_model *m, int res) {
-  int c = m_claimant(m, res);
-  if (c < 0)
-    return 0;
-  const m_item *it = &m->slot[c].req.items[find_item(&m->slot[c].req, res)];
-  return most_free(&m->res[res], it->whole ? (int)it->amount : 1);
+  return reserved_before(m, res, UINT64_MAX, -1);
 }
 
 int64_t m_withheld(const m_model *m, int res) {
-  int c = m_claimant(m, res);
-  if (c < 0)
-    return 0;
   const m_res *r = &m->res[res];
-  const m_item *it = &m->slot[c].req.items[find_item(&m->slot[c].req, res)];
-  if (r->kind != M_DEVICES)
+  if (r->kind != M_DEVICES) {
+    int c = m_claimant(m, res);
+    if (c < 0)
+      return 0;
+    const m_item *it = &m->slot[c].req.items[find_item(&m->slot[c].req, res)];
     return min64(budget_free(r), item_need(m, it));
+  }
   /* Device pools: the free thousandths on the reserved devices. */
   int64_t sum = 0;
   uint32_t rsv = m_reserved_devices(m, res);
@@ -327,13 +356,11 @@ static int restricting(const m_model *m, int res, uint64_t seq, int ignore) {
   return c;
 }
 
-/* The devices a request of arrival `seq` may use on `res`. */
+/* The devices a request of arrival `seq` may use on `res`: those no older
+ * claimer reserves. */
 static uint32_t usable_devices(const m_model *m, int res, uint64_t seq,
                                int ignore) {
-  uint32_t all = online_mask(&m->res[res]);
-  if (restricting(m, res, seq, ignore) >= 0)
-    all &= ~m_reserved_devices(m, res);
-  return all;
+  return online_mask(&m->res[res]) & ~reserved_before(m, res, seq, ignore);
 }
 
 static bool covered_item(const m_model *m, uint64_t seq, const m_item *it,
@@ -623,9 +650,11 @@ static void shadow_refresh(m_model *m) {
 }
 
 /* Whether a backfill of slot s (younger than the head, with a limit,
- * covered once the head's withholding is disregarded) keeps the head's
- * promise: it ends by S, or the head still fits at S with it running. */
-static bool backfill_allows(m_model *m, int s) {
+ * covered once the head's withholding is disregarded; of arrival `seq`,
+ * UINT64_MAX for a new arrival) keeps the head's promise: it ends by S, or
+ * the head still fits at S with it running, placed where the devices that
+ * older claimers reserve (the head's disregarded) let it go. */
+static bool backfill_allows(m_model *m, int s, uint64_t seq) {
   const m_shadow *sh = &m->shadow;
   const m_slot *g = &m->slot[s];
   if (g->req.limit_ms <= 0 || sh->at == M_INF || m->now >= sh->at)
@@ -637,7 +666,7 @@ static bool backfill_allows(m_model *m, int s) {
     const m_item *it = &g->req.items[i];
     where[i] = m->res[it->res].kind == M_DEVICES
                    ? place(&m->res[it->res], it,
-                           usable_devices(m, it->res, g->seq, sh->head))
+                           usable_devices(m, it->res, seq, sh->head))
                    : 0;
   }
   return head_fits_at(m, sh->head, sh->at, sh->computed_at, s, where);
@@ -656,7 +685,7 @@ static bool backfill_ok(m_model *m, int s, uint64_t seq) {
     return false;
   if (first_lacking(m, &m->slot[s].req, seq, h, NULL) >= 0)
     return false;
-  return backfill_allows(m, s);
+  return backfill_allows(m, s, seq);
 }
 
 /*

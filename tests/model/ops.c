@@ -502,19 +502,20 @@ static void compare(run *r, uint32_t granted_now) {
              res->dev_used[d], res->dev_whole[d], res->dev_online[d],
              (int)((rsv >> d) & 1));
     }
-    /* What is reserved never exceeds the claimant's need: one device for a
-     * fraction, n for n whole devices; nothing without a claimant. */
+    /* What is reserved never exceeds what the claimers need together: one
+     * device for a fraction, n for n whole devices; nothing without one. */
     int64_t need_devs = 0;
-    if (c >= 0)
-      for (int k = 0; k < m->slot[c].req.n; k++)
-        if (m->slot[c].req.items[k].res == i)
-          need_devs = m->slot[c].req.items[k].whole
-                          ? m->slot[c].req.items[k].amount
-                          : 1;
+    for (int w = 0; w < M_SLOT_MAX; w++) {
+      const m_slot *sl = &m->slot[w];
+      for (int k = 0; sl->state == M_WAITING && k < sl->req.n; k++)
+        if (sl->req.items[k].res == i && (sl->claims & (1u << k)))
+          need_devs += sl->req.items[k].whole ? sl->req.items[k].amount : 1;
+    }
+    (void)c;
     if (lrsv > need_devs)
       fail(r, MO_FAIL_DEVICE,
-           "%s: %d devices reserved for a claimant needing %" PRId64,
-           r->names[i], lrsv, need_devs);
+           "%s: %d devices reserved for claimers needing %" PRId64, r->names[i],
+           lrsv, need_devs);
   }
   cq_pool_stats ps;
   cq_pool_stats_get(r->pool, &ps);
@@ -999,12 +1000,12 @@ void mo_generate(uint64_t seed, uint8_t *flags, mo_op *ops, size_t n) {
   uint64_t x = seed;
   *flags = (uint8_t)(splitmix(&x) & 7);
   /* Weights per code, in enum order. */
-  static const int weight[MO_NCODES] = {2, 1, 2, 1, 10, 30, 5,
-                                        10, 8, 4, 4, 2, 4, 1};
+  static const int weight[MO_NCODES] = {2,  1, 2, 1, 10, 30, 5,
+                                        10, 8, 4, 4, 2,  4,  1};
   /* One program in four is about backfill: a budget and a device pool that
    * stay, so that what the head withholds is what most requests lack. */
   static const int weight_bf[MO_NCODES] = {0,  0, 0, 0, 10, 30, 4,
-                                           10, 8, 3, 3, 2, 3,  1};
+                                           10, 8, 3, 3, 2,  3,  1};
   bool bf = splitmix(&x) % 4 == 0;
   const int *w = bf ? weight_bf : weight;
   if (bf)

@@ -243,7 +243,7 @@ class ResourceStats:
     lone: bool  #: the lone-request allowance is on
     capacity: int
     in_use: int  #: held by grants
-    withheld: int  #: free, but set aside for the claimant
+    withheld: int  #: free, but set aside (device pools: on reserved devices)
     peak: int  #: highest in_use seen
     waiting: int  #: waiting requests that name it
     grants: int  #: grants that included it, ever
@@ -262,7 +262,7 @@ class DeviceStats:
     index: int  #: position in the pool, 0-based
     online: bool  #: takes new work
     whole: bool  #: held whole by one grant
-    reserved: bool  #: reserved for the pool's claimant
+    reserved: bool  #: reserved by a waiter
     used_milli: int  #: thousandths held
     peak_milli: int  #: highest used_milli seen
     grants: int  #: grants placed on this device, ever
