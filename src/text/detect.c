@@ -27,7 +27,7 @@
 extern char **environ;
 
 #define DEFAULT_TIMEOUT_MS 5000
-#define OUTPUT_MAX (64 * 1024)
+#define OUTPUT_MAX ((size_t)64 * 1024)
 
 static void *list_alloc(cq_gpu_list *l, size_t size) {
   return l->alloc_.alloc(size, l->alloc_.arg);

@@ -30,12 +30,12 @@ typedef int (*cq__rbkeycmp)(const cq__rbnode *node, const void *key);
 typedef void (*cq__rbaug)(cq__rbnode *n);
 
 void cq__rb_insert(cq__rbtree *t, cq__rbnode *n, cq__rbcmp cmp);
-void cq__rb_remove(cq__rbtree *t, cq__rbnode *n);
+void cq__rb_remove(cq__rbtree *t, cq__rbnode *z);
 /* The same for an augmented tree: every summary is kept right, in
  * O(log n) summary computations. */
 void cq__rb_insert_aug(cq__rbtree *t, cq__rbnode *n, cq__rbcmp cmp,
                        cq__rbaug aug);
-void cq__rb_remove_aug(cq__rbtree *t, cq__rbnode *n, cq__rbaug aug);
+void cq__rb_remove_aug(cq__rbtree *t, cq__rbnode *z, cq__rbaug aug);
 cq__rbnode *cq__rb_next(const cq__rbnode *n);
 cq__rbnode *cq__rb_prev(const cq__rbnode *n);
 /* The first node that is not ordered before `key`, or NULL. */
