@@ -1,14 +1,91 @@
 /*
- * GPU detection (issue #3): each source, each failure, with the environment
- * set per test and fake nvidia-smi scripts written by the tests.
+ * GPU detection: each source, each failure, with the environment set per
+ * test and fake nvidia-smi scripts written by the tests.
+ *
+ * Two calls of the C library are replaced here, for this suite only, and
+ * pass straight through to the kernel unless a test arms them: pipe() and
+ * pipe2(), so that another thread can start a process at the moment the
+ * library has made the pipe to nvidia-smi, and kill(), so that a test can
+ * play a child that SIGKILL does not end (as one stuck in a driver call).
  */
+#define _GNU_SOURCE /* pipe2(), syscall() */
 #include "cq_test.h"
 
 #include "cq_internal.h"
 
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+/* ---- Another thread starts a long-lived process during detection ---- */
+
+static atomic_int pipe_armed;   /* the next pipe made starts the spawn */
+static atomic_int spawn_wanted; /* set by the pipe, taken by the thread */
+static atomic_int spawn_quit;   /* detection is over: spawn nothing */
+static atomic_int spawn_done;   /* the thread has tried */
+static atomic_int spawned_pid;  /* what it started, 0 if nothing */
+
+int pipe2(int fds[2], int flags) {
+  int rc = (int)syscall(SYS_pipe2, fds, flags);
+  if (rc == 0 && atomic_exchange(&pipe_armed, 0)) {
+    /* Detection holds the pipe now: have the other thread start its
+     * process, and go on only once it has. */
+    atomic_store(&spawn_wanted, 1);
+    int64_t give_up = cq_now() + CQT_PATIENCE_MS;
+    while (!atomic_load(&spawn_done) && cq_now() < give_up)
+      cqt_sleep_ms(1);
+  }
+  return rc;
+}
+
+int pipe(int fds[2]) { return pipe2(fds, 0); }
+
+/* The other thread: waits (boundedly) to be asked, then starts a process
+ * that outlives detection by far, the way an application's own spawn
+ * would, inheriting every descriptor not marked close-on-exec. */
+static void *spawner_main(void *arg) {
+  (void)arg;
+  int64_t give_up = cq_now() + CQT_PATIENCE_MS;
+  while (!atomic_load(&spawn_wanted) && !atomic_load(&spawn_quit) &&
+         cq_now() < give_up)
+    cqt_sleep_ms(1);
+  if (atomic_load(&spawn_wanted)) {
+    char *argv[] = {(char *)"sleep", (char *)"120", NULL};
+    pid_t pid = 0;
+    if (posix_spawnp(&pid, "sleep", NULL, NULL, argv, environ) == 0)
+      atomic_store(&spawned_pid, (int)pid);
+  }
+  atomic_store(&spawn_done, 1);
+  return NULL;
+}
+
+/* Stop and reap a process a test started, by its pid. */
+static void stop_child(pid_t pid) {
+  if (pid <= 0)
+    return;
+  (void)syscall(SYS_kill, pid, SIGKILL);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+}
+
+/* ---- A child that SIGKILL does not end ---- */
+
+static atomic_int kill_swallowed; /* SIGKILLs are dropped, their pid kept */
+static atomic_int kill_target;
+
+int kill(pid_t pid, int sig) {
+  if (sig == SIGKILL && atomic_load(&kill_swallowed)) {
+    atomic_store(&kill_target, (int)pid);
+    return 0;
+  }
+  return (int)syscall(SYS_kill, pid, sig);
+}
 
 static char dir[64];
 
@@ -199,6 +276,89 @@ static void test_hung_nvidia_smi_times_out_as_no_gpus(void **s) {
   cq_gpu_list_free(&l);
 }
 
+static void
+test_a_child_another_thread_starts_does_not_hold_up_detection(void **s) {
+  (void)s;
+  atomic_store(&spawn_wanted, 0);
+  atomic_store(&spawn_quit, 0);
+  atomic_store(&spawn_done, 0);
+  atomic_store(&spawned_pid, 0);
+  pthread_t spawner;
+  assert_int_equal(pthread_create(&spawner, NULL, spawner_main, NULL), 0);
+  atomic_store(&pipe_armed, 1);
+  cq_gpu_list l;
+  /* The default timeout: what the child would otherwise hold it up for. */
+  int rc = detect_with(script("smi", two_gpus), 0, &l);
+  atomic_store(&pipe_armed, 0);
+  atomic_store(&spawn_quit, 1);
+  assert_int_equal(pthread_join(spawner, NULL), 0);
+  pid_t other = (pid_t)atomic_load(&spawned_pid);
+  stop_child(other);
+  assert_true(other > 0); /* started while detection held its pipe */
+  assert_cq_ok(rc);
+  assert_string_equal(l.source, "nvidia-smi");
+  assert_ids(&l, "GPU-11111111-2222-3333-4444-555555555555,"
+                 "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee");
+  cq_gpu_list_free(&l);
+}
+
+struct detect_run {
+  const char *cmd;
+  int64_t timeout_ms;
+  cq_gpu_list list;
+  int rc;
+  atomic_int done;
+};
+
+static void *detect_main(void *arg) {
+  struct detect_run *d = arg;
+  d->rc = detect_with(d->cmd, d->timeout_ms, &d->list);
+  atomic_store(&d->done, 1);
+  return NULL;
+}
+
+static void test_a_child_that_outlives_its_kill_is_left_behind(void **s) {
+  (void)s;
+  struct detect_run d = {.cmd = script("smi", "exec sleep 120"),
+                         .timeout_ms = 200};
+  atomic_store(&kill_target, 0);
+  atomic_store(&kill_swallowed, 1);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, detect_main, &d), 0);
+  int64_t give_up = cq_now() + CQT_PATIENCE_MS;
+  while (!atomic_load(&d.done) && cq_now() < give_up)
+    cqt_sleep_ms(10);
+  atomic_store(&kill_swallowed, 0);
+  int returned = atomic_load(&d.done);
+  /* The child is still there (its kill was dropped): end it here, which
+   * also ends a detection still waiting for it. */
+  pid_t child = (pid_t)atomic_load(&kill_target);
+  if (child > 0)
+    (void)syscall(SYS_kill, child, SIGKILL);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  assert_true(returned); /* detection did not wait for the child's end */
+  assert_true(child > 0);
+  /* Left behind unreaped: ours to reap now. */
+  int status;
+  assert_int_equal(waitpid(child, &status, 0), child);
+  assert_cq_ok(d.rc);
+  assert_int_equal(d.list.count, 0);
+  assert_string_equal(d.list.source, "none");
+  cq_gpu_list_free(&d.list);
+}
+
+static void test_a_killed_child_is_reaped(void **s) {
+  (void)s;
+  cq_gpu_list l;
+  assert_cq_ok(detect_with(script("smi", "exec sleep 120"), 200, &l));
+  assert_int_equal(l.count, 0);
+  cq_gpu_list_free(&l);
+  /* Detection left no child of ours behind, zombie or alive. */
+  int status;
+  assert_int_equal(waitpid(-1, &status, WNOHANG), -1);
+  assert_int_equal(errno, ECHILD);
+}
+
 static void test_unparsable_nvidia_smi_output_names_command_and_text(void **s) {
   (void)s;
   cq_gpu_list l;
@@ -288,6 +448,9 @@ int main(void) {
       T(test_mig_devices_replace_their_gpu),
       T(test_missing_or_failing_nvidia_smi_means_no_gpus),
       T(test_hung_nvidia_smi_times_out_as_no_gpus),
+      T(test_a_child_another_thread_starts_does_not_hold_up_detection),
+      T(test_a_child_that_outlives_its_kill_is_left_behind),
+      T(test_a_killed_child_is_reaped),
       T(test_unparsable_nvidia_smi_output_names_command_and_text),
       T(test_detected_ids_reach_cuda_visible_devices),
       T(test_no_gpus_make_gpu_requests_never_satisfiable),

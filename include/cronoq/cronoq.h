@@ -657,11 +657,18 @@ typedef struct cq_gpu_list {
  * GPUs, not an error. Free the list with cq_gpu_list_free() in every case.
  * May block: step 3 starts nvidia-smi as a child process and waits for its
  * output and its exit for up to opts->timeout_ms (5 s by default), then
- * kills it and waits for it to end. It waits for that child by its pid, so
- * in a process that reaps every child (SIGCHLD ignored, or waitpid(-1))
- * step 3 finds nothing. Thread-safe, except against a thread that changes
- * the environment (it reads it with getenv()); it touches no pool. Not
- * callable from a callback, since it may block.
+ * kills it (SIGKILL) and waits at most 0.5 s more for it to end, so the
+ * call returns after about opts->timeout_ms + 0.5 s at most. A child that
+ * outlives its kill longer (one stuck in a driver call ends only when the
+ * call returns) is left behind, a zombie once it ends until the process
+ * reaps it.
+ * Processes that other threads start meanwhile inherit no end of the pipe
+ * from the child (it is close-on-exec), so they cannot hold detection up.
+ * Detection waits for its child by its pid, so in a process that reaps
+ * every child (SIGCHLD ignored, or waitpid(-1)) step 3 finds nothing.
+ * Thread-safe, except against a thread that changes the environment (it
+ * reads it with getenv()); it touches no pool. Not callable from a
+ * callback, since it may block.
  * Returns 0, CQ_EPARSE (an unparsable variable or output; see out->error),
  * CQ_EINVAL (NULL out, incomplete allocator, a reserved field not zero) or
  * CQ_ENOMEM.

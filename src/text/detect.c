@@ -8,6 +8,8 @@
  * nvidia-smi, or where it fails or hangs, simply has no GPUs. The parsers
  * take plain strings so that tests and fuzzers can reach them directly.
  */
+/* pipe2() is in glibc's GNU set (and POSIX.1-2024). */
+#define _GNU_SOURCE
 #include "text/text.h"
 
 #include "util/alloc.h"
@@ -24,10 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
-
 #define DEFAULT_TIMEOUT_MS 5000
 #define OUTPUT_MAX ((size_t)64 * 1024)
+/* How long a killed child has to end before detection leaves it behind. */
+#define KILL_WAIT_MS 500
 
 static void *list_alloc(cq_gpu_list *l, size_t size) {
   return l->alloc_.alloc(size, l->alloc_.arg);
@@ -242,17 +244,38 @@ int cq__parse_nvidia_smi(const char *text, cq_gpu_list *out) {
   return 0;
 }
 
+/* Reap child `pid`, waiting until `deadline` at the latest (one look if it
+ * has passed): 1 reaped (its status in *status), 0 still running, -1 gone
+ * (reaped by someone else, so its pid is no longer ours to signal). */
+static int reap_by(pid_t pid, int64_t deadline, int *status) {
+  for (;;) {
+    pid_t w = waitpid(pid, status, WNOHANG);
+    if (w == pid)
+      return 1;
+    if (w < 0 && errno != EINTR)
+      return -1;
+    if (cq_now() >= deadline)
+      return 0;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+}
+
 /*
  * Run `cmd -L` and collect its standard output into buf (NUL-terminated).
  * Returns true only when it ran to completion with exit status 0 within
  * the time limit.
+ *
+ * Both ends of the pipe are close-on-exec from the start: a process that
+ * another thread starts meanwhile must not inherit the write end, or the
+ * output would not end until that process does. The child's stdout is a
+ * dup2() of the write end, which does not carry the flag.
  */
 static bool run_nvidia_smi(const char *cmd, int64_t timeout_ms, char *buf,
                            size_t cap) {
   int fds[2];
-  if (pipe(fds) != 0)
+  if (pipe2(fds, O_CLOEXEC) != 0)
     return false;
-  (void)fcntl(fds[0], F_SETFD, FD_CLOEXEC);
   posix_spawn_file_actions_t fa;
   if (posix_spawn_file_actions_init(&fa) != 0) {
     close(fds[0]);
@@ -260,7 +283,6 @@ static bool run_nvidia_smi(const char *cmd, int64_t timeout_ms, char *buf,
     return false;
   }
   (void)posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-  (void)posix_spawn_file_actions_addclose(&fa, fds[1]);
   (void)posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null",
                                          O_WRONLY, 0);
   (void)posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null",
@@ -305,28 +327,21 @@ static bool run_nvidia_smi(const char *cmd, int64_t timeout_ms, char *buf,
   close(fds[0]);
   buf[used] = '\0';
 
+  /* Once the output has ended the process has the rest of the time to
+   * exit. One still running then is hung: treat it as no GPUs. SIGKILL
+   * ends a process only once it leaves the kernel, and an nvidia-smi that
+   * hangs is often stuck in a driver call, so the wait after the kill is
+   * KILL_WAIT_MS at most; a child left behind then becomes a zombie when
+   * it ends, until the process reaps its children (the header says so). */
   int status = 0;
-  if (timed_out) {
+  int reaped = reap_by(pid, timed_out ? 0 : deadline, &status);
+  if (reaped == 0) {
     (void)kill(pid, SIGKILL);
-    (void)waitpid(pid, &status, 0);
-    return false; /* hung: treat as no GPUs */
+    (void)reap_by(pid, cq_now() + KILL_WAIT_MS, &status);
+    return false;
   }
-  /* The output ended; give the process the rest of the time to exit. */
-  for (;;) {
-    pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid)
-      break;
-    if (w < 0 && errno != EINTR)
-      return false;
-    if (cq_now() >= deadline) {
-      (void)kill(pid, SIGKILL);
-      (void)waitpid(pid, &status, 0);
-      return false;
-    }
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
-  }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return reaped == 1 && !timed_out && WIFEXITED(status) &&
+         WEXITSTATUS(status) == 0;
 }
 
 /* CRONOQ_NUM_GPUS: a count, digits with optional surrounding blanks. */
