@@ -391,7 +391,8 @@ static void test_lone_requests_wait_while_the_capacity_is_zero(void **state) {
  * path (a try of a budget-only request) as to waiters, until it is
  * released.
  */
-static void test_a_lone_grant_stays_alone_when_the_capacity_grows(void **state) {
+static void
+test_a_lone_grant_stays_alone_when_the_capacity_grows(void **state) {
   (void)state;
   assert_cq_ok(cq_budget_add_ex(pool, "mem", 2, CQ_BUDGET_LONE));
   cq_req lone, small;
@@ -410,7 +411,8 @@ static void test_a_lone_grant_stays_alone_when_the_capacity_grows(void **state) 
   assert_int_equal(copies, 0);
   cqt_slot w;
   cqt_slot_init(&w, &rec, "W");
-  assert_cq_ok(cq_grant_submit(pool, &w.grant, &small, CQ_NEVER, cqt_record_cb));
+  assert_cq_ok(
+      cq_grant_submit(pool, &w.grant, &small, CQ_NEVER, cqt_record_cb));
   /* Giving units back early does not end it: it still runs alone. */
   assert_cq_ok(cq_grant_release_part(pool, &g, "mem", 2));
   assert_int_equal(cq_grant_held(&g, "mem"), 0);

@@ -807,8 +807,8 @@ static void test_request_spec_passes_on_each_adds_error(void **s) {
  * whatever the amount looks like: `gpu=0.5` on a pool without `gpu` once
  * said "not a number".
  */
-static void test_request_spec_names_an_unknown_resource_whatever_the_amount(
-    void **s) {
+static void
+test_request_spec_names_an_unknown_resource_whatever_the_amount(void **s) {
   (void)s;
   request_pool();
   cq_req r;

@@ -278,8 +278,10 @@ static void mix_failed(struct mix_worker *w, int k, int rc, const char *how) {
   else if (rc == CQ_ENEVER && w->m->churn)
     w->never++; /* a capacity shrank below it */
   else if (rc == CQ_ENOENT)
-    STORM_CHECK(false, "worker %d: %s of request %d: a resource reported as "
-                "removed, which no storm does", w->id, how, k);
+    STORM_CHECK(false,
+                "worker %d: %s of request %d: a resource reported as "
+                "removed, which no storm does",
+                w->id, how, k);
   else
     STORM_CHECK(false, "worker %d: %s of request %d: %s", w->id, how, k,
                 cq_err_name(rc));
@@ -1357,8 +1359,7 @@ static void *hv_main(void *arg) {
   return NULL;
 }
 
-static void
-test_lockfree_counts_survive_undos_across_harvests(void **state) {
+static void test_lockfree_counts_survive_undos_across_harvests(void **state) {
   (void)state;
   static struct hv h;
   memset(&h, 0, sizeof(h));
@@ -1382,9 +1383,9 @@ test_lockfree_counts_survive_undos_across_harvests(void **state) {
   for (int i = 0; i < N; i++) {
     args[i].h = &h;
     args[i].polls = i < HV_POLLERS;
-    args[i].req = i < HV_POLLERS                ? &h.poll
+    args[i].req = i < HV_POLLERS             ? &h.poll
                   : i < HV_POLLERS + HV_FAST ? &h.fast
-                                                 : &h.locked;
+                                             : &h.locked;
     storm_thread_start(&threads[i], hv_main, &args[i]);
   }
   for (int i = 0; i < N; i++)

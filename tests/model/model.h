@@ -43,7 +43,7 @@ typedef struct m_res {
   int64_t used;
   bool lone_held;  /* budgets: a lone grant holds it, so nothing else fits */
   uint64_t grants; /* grants that named it, ever */
-  uint64_t added; /* order of addition, for the resource order */
+  uint64_t added;  /* order of addition, for the resource order */
   int ndev;
   int64_t dev_used[M_DEV_MAX]; /* thousandths held on each device */
   bool dev_whole[M_DEV_MAX];   /* held whole by one grant */

@@ -29,10 +29,8 @@ static const char *source_path(const struct options *o) {
 static void add_line(struct runner *r, char *text) {
   r->input_line++;
   bool skipped;
-  struct job *job = job_add(r, text, r->o->template_words != NULL
-                                         ? 0
-                                         : r->input_line,
-                            &skipped);
+  struct job *job = job_add(
+      r, text, r->o->template_words != NULL ? 0 : r->input_line, &skipped);
   if (job != NULL && r->started)
     job_submit(job);
 }

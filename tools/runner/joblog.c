@@ -109,9 +109,8 @@ int joblog_open(struct runner *r) {
 }
 
 bool joblog_skips(const struct runner *r, size_t seq) {
-  return r->n_resume_skip > 0 &&
-         bsearch(&seq, r->resume_skip, r->n_resume_skip, sizeof(size_t),
-                 cmp_size) != NULL;
+  return r->n_resume_skip > 0 && bsearch(&seq, r->resume_skip, r->n_resume_skip,
+                                         sizeof(size_t), cmp_size) != NULL;
 }
 
 /* A field written as one: tabs and newlines as blanks. */

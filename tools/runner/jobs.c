@@ -120,8 +120,8 @@ static int take_runner_items(struct job *job, char *spec) {
       free(job->name);
       job->name = value_len > 0 ? strdup(value) : NULL;
       if (job->name == NULL) {
-        parse_failed(job, value_len > 0 ? "out of memory"
-                                        : "name= wants a label");
+        parse_failed(job,
+                     value_len > 0 ? "out of memory" : "name= wants a label");
         return -1;
       }
     }
@@ -225,11 +225,11 @@ struct job *job_add(struct runner *r, char *text, size_t line, bool *skipped) {
   }
   /* The promise backfill goes by: released by the time SIGKILL is sent. */
   if (job->state == JOB_WAITING && job->timeout_ms > 0)
-    (void)cq_req_set_hold_limit(&job->req,
-                                job->timeout_ms + o->kill_grace_ms);
+    (void)cq_req_set_hold_limit(&job->req, job->timeout_ms + o->kill_grace_ms);
   if (job->state == JOB_WAITING && joblog_skips(r, job->seq))
     job->state = JOB_SKIPPED;
-  job->command = job->state == JOB_PARSE_ERROR ? strdup(text) : job_command(job);
+  job->command =
+      job->state == JOB_PARSE_ERROR ? strdup(text) : job_command(job);
   return job;
 }
 
@@ -277,8 +277,8 @@ char *job_command(const struct job *job) {
     return strdup(job->templ);
   if (job->arg == NULL)
     return strdup(job->text); /* a line that could not be parsed */
-  static const char *const marks[] = {"{//}", "{/.}", "{}", "{.}", "{/}",
-                                      "{#}",  "{%}"};
+  static const char *const marks[] = {"{//}", "{/.}", "{}", "{.}",
+                                      "{/}",  "{#}",  "{%}"};
   struct strbuf sb = {0};
   bool used_arg = false;
   for (int w = 0; w < o->n_template_words; w++) {

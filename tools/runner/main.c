@@ -41,9 +41,9 @@ static int prepare(struct runner *r, const struct options *o, bool *follow) {
   }
   /* A progress line only where nothing else writes to the terminal behind
    * the runner's back (ungrouped output does). */
-  r->progress = o->progress == 1 ||
-                (o->progress == -1 && o->output != OUTPUT_UNGROUPED &&
-                 isatty(2));
+  r->progress =
+      o->progress == 1 ||
+      (o->progress == -1 && o->output != OUTPUT_UNGROUPED && isatty(2));
   *follow = false;
   if (o->follow && o->args == NULL) {
     status = input_follow_open(r);

@@ -96,14 +96,12 @@ static const struct opt_def opts[] = {
     {OPT_RESUME, "resume", 0, NULL, "skip the jobs the joblog has"},
     {OPT_RESUME_FAILED, "resume-failed", 0, NULL,
      "skip the jobs the joblog has as succeeded"},
-    {OPT_GROUP, "group", 0, NULL,
-     "print each job's output whole when it ends"},
+    {OPT_GROUP, "group", 0, NULL, "print each job's output whole when it ends"},
     {OPT_LINE_BUFFER, "line-buffer", 0, NULL,
      "print each job's output in whole lines as it comes"},
     {OPT_UNGROUP, "ungroup", 'u', NULL,
      "let the jobs write to stdout and stderr directly"},
-    {OPT_TAG, "tag", 0, NULL,
-     "start each line of output with the job's label"},
+    {OPT_TAG, "tag", 0, NULL, "start each line of output with the job's label"},
     {OPT_RESULTS, "results", 0, "DIR",
      "write each job's output to DIR/SEQ/stdout and\n"
      "DIR/SEQ/stderr instead of printing it"},
@@ -172,8 +170,8 @@ static void print_help(void) {
     snprintf(head, sizeof(head), "%c%c%c --%s%s%s",
              d->short_name != 0 ? '-' : ' ',
              d->short_name != 0 ? d->short_name : ' ',
-             d->short_name != 0 ? ',' : ' ', d->name,
-             d->arg != NULL ? " " : "", d->arg != NULL ? d->arg : "");
+             d->short_name != 0 ? ',' : ' ', d->name, d->arg != NULL ? " " : "",
+             d->arg != NULL ? d->arg : "");
     printf("  %-26s", head);
     if (strlen(head) > 26)
       printf("\n  %-26s", "");
@@ -312,8 +310,7 @@ static int parse_halt(const char *text, struct options *o) {
   }
   if (strncmp(text, "fail=", 5) != 0)
     return -1;
-  if (parse_count(text + 5, 1000000000, &o->halt_fail, &o->halt_percent) !=
-          0 ||
+  if (parse_count(text + 5, 1000000000, &o->halt_fail, &o->halt_percent) != 0 ||
       o->halt_fail < 1 || (o->halt_percent && o->halt_fail > 100))
     return -1;
   return 0;
@@ -347,8 +344,8 @@ static int parse_device_env(const char *text, struct options *o) {
 
 /* Whether a word has a placeholder of the template. */
 static bool has_placeholder(const char *s) {
-  static const char *const marks[] = {"{}", "{.}", "{/}", "{//}", "{/.}",
-                                      "{#}", "{%}"};
+  static const char *const marks[] = {"{}",   "{.}", "{/}", "{//}",
+                                      "{/.}", "{#}", "{%}"};
   for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
     if (strstr(s, marks[i]) != NULL)
       return true;
@@ -357,7 +354,8 @@ static bool has_placeholder(const char *s) {
 
 /* The option that argv word `arg` names, with its value when the word
  * carries it ("--name=value", "-j4"); NULL if none does. */
-static const struct opt_def *find_opt(const char *arg, const char **inline_value) {
+static const struct opt_def *find_opt(const char *arg,
+                                      const char **inline_value) {
   *inline_value = NULL;
   if (arg[1] == '-') {
     const char *name = arg + 2;

@@ -51,8 +51,8 @@ void console_write(struct runner *r, int fd, const char *s, size_t n) {
   write_all(fd, s, n);
 }
 
-static void console_vmsg(struct runner *r, const char *prefix,
-                         const char *fmt, va_list ap) {
+static void console_vmsg(struct runner *r, const char *prefix, const char *fmt,
+                         va_list ap) {
   struct strbuf sb = {0};
   sb_puts(&sb, prefix);
   va_list copy;
@@ -111,8 +111,8 @@ static void emit(struct capture *c, const char *s, size_t n, bool final) {
   struct runner *r = job->runner;
   if (n == 0)
     return;
-  bool newline = s[n - 1] == '\n' ||
-                 (final && !r->o->tag && r->o->output == OUTPUT_GROUP);
+  bool newline =
+      s[n - 1] == '\n' || (final && !r->o->tag && r->o->output == OUTPUT_GROUP);
   if (!r->o->tag) {
     console_write(r, c->fd, s, n);
     if (!newline)

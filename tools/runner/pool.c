@@ -44,8 +44,8 @@ int pool_open(struct runner *r, const struct options *o) {
     return pool_error(cq_strerror(rc), "");
   char err[256] = "";
   if (o->resources != NULL &&
-      (rc = cq_pool_add_spec(r->pool, o->resources, NULL, err,
-                             sizeof(err))) != 0)
+      (rc = cq_pool_add_spec(r->pool, o->resources, NULL, err, sizeof(err))) !=
+          0)
     return pool_error(err[0] != '\0' ? err : cq_strerror(rc), "");
   static const char *const reserved[] = {"timeout", "name"};
   for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {

@@ -81,9 +81,9 @@ static void check_halt(struct runner *r) {
   const struct options *o = r->o;
   if (o->halt == HALT_NEVER || r->stopping)
     return;
-  bool reached = o->halt_percent
-                     ? (int64_t)r->failed * 100 >= o->halt_fail * (int64_t)r->n_jobs
-                     : (int64_t)r->failed >= o->halt_fail;
+  bool reached = o->halt_percent ? (int64_t)r->failed * 100 >=
+                                       o->halt_fail * (int64_t)r->n_jobs
+                                 : (int64_t)r->failed >= o->halt_fail;
   if (!reached)
     return;
   r->halted = true;
@@ -207,8 +207,8 @@ static char *grant_text(struct runner *r, const struct job *job) {
  * for whole devices); "" without a GPU. */
 static void put_gpu_fraction(struct strbuf *sb, const struct job *job) {
   const char *pool = job->runner->gpu_pool;
-  size_t n = pool != NULL ? cq_grant_devices(&job->ureq.grant, pool, NULL, 0)
-                          : 0;
+  size_t n =
+      pool != NULL ? cq_grant_devices(&job->ureq.grant, pool, NULL, 0) : 0;
   if (n > 0)
     sb_put_milli(sb, cq_grant_held(&job->ureq.grant, pool) / (int64_t)n);
 }
@@ -379,8 +379,7 @@ static void terminate_job(struct job *job) {
 static void kill_job(struct job *job) {
   signal_job(job, SIGKILL);
   job->kill_stage = KILL_KILL_SENT;
-  (void)uv_timer_start(&job->kill_timer, on_kill_timer, RUNNER_GONE_WAIT_MS,
-                       0);
+  (void)uv_timer_start(&job->kill_timer, on_kill_timer, RUNNER_GONE_WAIT_MS, 0);
 }
 
 /* Whether the job's group still has a member, once the members that have
@@ -569,8 +568,8 @@ static void on_child_exit(uv_process_t *process, int64_t exit_status,
     terminate_job(job);
   }
   if (!uv_is_active((uv_handle_t *)&r->group_timer))
-    (void)uv_timer_start(&r->group_timer, on_group_timer,
-                         RUNNER_GROUP_POLL_MS, RUNNER_GROUP_POLL_MS);
+    (void)uv_timer_start(&r->group_timer, on_group_timer, RUNNER_GROUP_POLL_MS,
+                         RUNNER_GROUP_POLL_MS);
 }
 
 static double wall_now(void) {
@@ -615,8 +614,8 @@ static void start_job(struct job *job) {
   uv_stdio_container_t stdio[3];
   memset(stdio, 0, sizeof(stdio));
   stdio[0].flags = UV_IGNORE; /* libuv opens /dev/null for it */
-  if (job->command == NULL || job->devices == NULL ||
-      job->grant_text == NULL || job_environment(job, entries) != 0) {
+  if (job->command == NULL || job->devices == NULL || job->grant_text == NULL ||
+      job_environment(job, entries) != 0) {
     for (size_t i = 0; i < r->n_env_own; i++)
       free(entries[i]);
     spawn_failed(job, stdio, "out of memory");
@@ -704,12 +703,12 @@ static void acquire(struct job *job) {
   job->state = JOB_WAITING;
   job->submitted_ns = uv_hrtime();
   r->waiting++;
-  int rc = cq_uv_acquire(r->adapter, &job->ureq, &job->req, CQ_NEVER,
-                         on_granted);
+  int rc =
+      cq_uv_acquire(r->adapter, &job->ureq, &job->req, CQ_NEVER, on_granted);
   if (rc != 0) {
     r->waiting--;
     job_not_run(job, rc == CQ_ENEVER ? JOB_NEVER_FITS : JOB_NOT_STARTED,
-                rc == CQ_ENEVER   ? cq_grant_error(&job->ureq.grant)
+                rc == CQ_ENEVER    ? cq_grant_error(&job->ureq.grant)
                 : rc == CQ_ECLOSED ? NULL
                                    : cq_strerror(rc));
   }

@@ -185,16 +185,16 @@ struct capture {
 
 struct job {
   struct runner *runner;
-  size_t seq;  /* 1-based: {#}, the joblog's Seq */
-  size_t line; /* line in the job file; 0 for an argument */
-  char *text;  /* the line or the argument as read, owned */
-  char *spec;  /* the request spec as given ("" for none), owned */
-  char *name;  /* name= of the line, owned; NULL if none */
-  const char *arg;      /* the argument of a template job (into text) */
-  const char *templ;    /* the command, or the template to expand */
-  char *command;        /* the command of the last attempt, owned */
-  char *error;          /* why it failed before running, owned */
-  int64_t timeout_ms;   /* its limit; 0: none */
+  size_t seq;         /* 1-based: {#}, the joblog's Seq */
+  size_t line;        /* line in the job file; 0 for an argument */
+  char *text;         /* the line or the argument as read, owned */
+  char *spec;         /* the request spec as given ("" for none), owned */
+  char *name;         /* name= of the line, owned; NULL if none */
+  const char *arg;    /* the argument of a template job (into text) */
+  const char *templ;  /* the command, or the template to expand */
+  char *command;      /* the command of the last attempt, owned */
+  char *error;        /* why it failed before running, owned */
+  int64_t timeout_ms; /* its limit; 0: none */
   enum job_state state;
   unsigned attempts;
   cq_req req;     /* built once; the same for every attempt */
@@ -211,12 +211,12 @@ struct job {
   bool timed_out;
   int64_t exit_code; /* valid when EXITED and term_signal == 0 */
   int term_signal;
-  size_t slot;                /* {%}: 1.., while it runs */
-  struct job *next, *prev;    /* the running jobs' list */
+  size_t slot;                                 /* {%}: 1.., while it runs */
+  struct job *next, *prev;                     /* the running jobs' list */
   uint64_t submitted_ns, granted_ns, ended_ns; /* uv_hrtime() */
-  double start_wall_s;        /* when the last attempt started, epoch */
-  char *devices;              /* the GPU ids it got, owned */
-  char *grant_text;           /* what it held, as CRONOQ_GRANT says */
+  double start_wall_s; /* when the last attempt started, epoch */
+  char *devices;       /* the GPU ids it got, owned */
+  char *grant_text;    /* what it held, as CRONOQ_GRANT says */
 };
 
 /* jobs.c */
@@ -244,11 +244,11 @@ struct runner {
   uv_signal_t signals[RUNNER_STOP_SIGNALS]; /* SIGINT, SIGTERM, SIGHUP */
   uv_timer_t progress_timer;
   uv_timer_t group_timer; /* polls the groups of jobs whose shell exited */
-  const char *gpu_pool; /* the device pool behind CUDA_VISIBLE_DEVICES and
-                           CRONOQ_GPU_FRACTION, or NULL when there is none */
-  char *default_request; /* for jobs naming nothing, owned */
-  bool progress;       /* a live progress line on stderr */
-  bool progress_shown; /* a progress line is on screen */
+  const char *gpu_pool;   /* the device pool behind CUDA_VISIBLE_DEVICES and
+                             CRONOQ_GPU_FRACTION, or NULL when there is none */
+  char *default_request;  /* for jobs naming nothing, owned */
+  bool progress;          /* a live progress line on stderr */
+  bool progress_shown;    /* a progress line is on screen */
   struct job **jobs;
   size_t n_jobs, jobs_cap;
   struct job *running_list; /* jobs RUNNING, for the group poll */
@@ -267,7 +267,7 @@ struct runner {
   bool halted;       /* --halt stopped the run */
   uint64_t start_ns; /* uv_hrtime() when the run began */
   uint64_t backfilled, late_heads; /* from the pool's stats, at the end */
-  cq_resource_stats *snapshot; /* room for the progress line's snapshot */
+  cq_resource_stats *snapshot;     /* room for the progress line's snapshot */
   size_t snapshot_cap;
   /* --resume: the sequence numbers to skip (sorted), from the joblog. */
   size_t *resume_skip;

@@ -81,8 +81,9 @@ char *sb_take(struct strbuf *sb) {
 }
 
 void sb_put_shell_word(struct strbuf *sb, const char *s) {
-  static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                             "0123456789_./:=@%+,-";
+  static const char safe[] =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+      "0123456789_./:=@%+,-";
   if (*s != '\0' && s[strspn(s, safe)] == '\0') {
     sb_puts(sb, s);
     return;

@@ -9,7 +9,7 @@
 
 #define SIZE(T)                                                                \
   printf("    (\"sizeof %s\", %zu),\n    (\"alignof %s\", %zu),\n", #T,        \
-         sizeof(T), #T, (size_t)_Alignof(T))
+         sizeof(T), #T, (size_t) _Alignof(T))
 #define FIELD(T, f) printf("    (\"%s.%s\", %zu),\n", #T, #f, offsetof(T, f))
 
 int main(void) {
@@ -83,7 +83,8 @@ int main(void) {
   FIELD(cq_room, count);
   FIELD(cq_room, items);
   /* The items are an anonymous struct in C, cq_room_item in Rust. */
-  printf("    (\"sizeof cq_room_item\", %zu),\n", sizeof(((cq_room *)0)->items[0]));
+  printf("    (\"sizeof cq_room_item\", %zu),\n",
+         sizeof(((cq_room *)0)->items[0]));
   FIELD(cq_room, items[0].units);
   FIELD(cq_room, items[0].largest_milli);
   FIELD(cq_room, items[0].whole);
