@@ -10,7 +10,7 @@
  * small table of its own: one budget ("db", 8), one class ("jobs", 2) and
  * one device pool ("gpu", 2 devices).
  */
-#include "cq_test.h"
+#include "support/cqt.h"
 
 #include "cronoq/cronoq_backend.h"
 

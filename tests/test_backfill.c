@@ -7,7 +7,7 @@
  * units of `cpu` at time 0 with a hold limit of 100 ms. H is the head: the
  * oldest waiter. S is its shadow time.
  */
-#include "cq_test.h"
+#include "support/cqt.h"
 
 #include <stdbool.h>
 

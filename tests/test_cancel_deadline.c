@@ -4,7 +4,7 @@
  * and lets the waiters behind move.
  */
 #define CQT_POOL_FIXTURE
-#include "cq_test.h"
+#include "support/cqt.h"
 
 #include <stdatomic.h>
 

@@ -9,7 +9,7 @@
  * play a child that SIGKILL does not end (as one stuck in a driver call).
  */
 #define _GNU_SOURCE /* pipe2(), syscall() */
-#include "cq_test.h"
+#include "support/cqt.h"
 
 #include "cq_internal.h"
 

@@ -5,7 +5,7 @@
  * free capacity per device, in thousandths.
  */
 #define CQT_POOL_FIXTURE
-#include "cq_test.h"
+#include "support/cqt.h"
 
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
 /* Error codes: the table generates distinct codes, names and messages. */
-#include "cq_test.h"
+#include "support/cqt.h"
 
 struct entry {
   int code;

@@ -5,7 +5,7 @@
  * expected parallelism is reached, not only that it is never exceeded.
  */
 #define CQT_POOL_FIXTURE
-#include "cq_test.h"
+#include "support/cqt.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -3,7 +3,7 @@
  * snapshots, the waiting-time histogram on a virtual clock, the Prometheus
  * text exposition checked against the format's rules, and the event hook.
  */
-#include "cq_test.h"
+#include "support/cqt.h"
 
 #include "cq_internal.h"
 

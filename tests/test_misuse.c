@@ -26,7 +26,7 @@
  * The last entries are the misuses this catalogue found handled wrongly
  * when it was written; each is described where it is listed.
  */
-#include "cq_test.h"
+#include "support/cqt.h"
 
 #include "cq_internal.h"
 

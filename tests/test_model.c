@@ -11,7 +11,7 @@
  * fails the same way (model/ops.h, enum mo_fail), step by step and as bytes
  * for a regression test, then fails.
  */
-#include "cq_test.h"
+#include "support/cqt.h"
 
 #include <inttypes.h>
 #include <stdbool.h>

@@ -29,7 +29,7 @@
  * test arms it to fail every call and runs the acquire and release paths,
  * which the header promises never allocate.
  */
-#include "cq_test.h"
+#include "support/cqt.h"
 
 #include "cq_internal.h"
 

@@ -4,7 +4,7 @@
  * log says who was granted, in which order, after which event.
  */
 #define CQT_POOL_FIXTURE
-#include "cq_test.h"
+#include "support/cqt.h"
 
 static int setup_staged(void **state) {
   (void)state;

@@ -2,7 +2,7 @@
  * Pool lifetime and configuration: argument checks, allocator hooks (every
  * allocation is freed), budget names and stats.
  */
-#include "cq_test.h"
+#include "support/cqt.h"
 
 static int64_t zero_clock(void *arg) {
   (void)arg;

@@ -3,7 +3,7 @@
  * inserts and removals, with every red-black property checked after each
  * change.
  */
-#include "cq_test.h"
+#include "support/cqt.h"
 
 #include "cq_internal.h"
 

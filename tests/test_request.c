@@ -3,7 +3,7 @@
  * and the misuses that must be refused without changing anything (double
  * release, release into another pool, partial releases out of range).
  */
-#include "cq_test.h"
+#include "support/cqt.h"
 
 static cq_pool *pool, *other;
 

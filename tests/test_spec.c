@@ -4,7 +4,7 @@
  * the all-or-nothing rule: a refused spec leaves the pool, or the request,
  * exactly as it was.
  */
-#include "cq_test.h"
+#include "support/cqt.h"
 
 #include "cq_internal.h"
 

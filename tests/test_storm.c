@@ -31,10 +31,11 @@
  *   the count never touches the budget's state, and every grant is counted
  *   once.
  *
- * The sizes are at CRONOQ_STRESS_SCALE=1 on a native build; see cqt_storm.h
- * for how they shrink on slow builds. Nothing asserts a duration.
+ * The sizes are at CRONOQ_STRESS_SCALE=1 on a native build; see
+ * support/storm.h for how they shrink on slow builds. Nothing asserts a
+ * duration.
  */
-#include "cqt_storm.h"
+#include "support/storm.h"
 
 #include "cq_internal.h" /* CQ__W_COUNT_HARVEST */
 

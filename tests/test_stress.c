@@ -8,7 +8,7 @@
  * thread's stack); they record the first broken check, and the main thread
  * asserts that none was recorded.
  */
-#include "cq_test.h"
+#include "support/cqt.h"
 
 #include <sched.h>
 #include <stdatomic.h>

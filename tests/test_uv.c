@@ -5,7 +5,7 @@
  * that closes cleanly (uv_loop_close succeeds; ASan and valgrind check the
  * leaks), and every refusal of every adapter call changing nothing.
  */
-#include "cq_test.h"
+#include "support/cqt.h"
 
 #include "cronoq/cronoq_uv.h"
 

@@ -5,9 +5,9 @@
  * parent orders before its children, and the root is the earliest item;
  * draining it gives the items in order, equal keys in insertion order.
  */
-#include "cq_test.h"
+#include "support/cqt.h"
 
-#include "uvheap.h"
+#include "uv/uvheap.h"
 
 struct item {
   cq__uvheap_node node;

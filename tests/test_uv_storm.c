@@ -22,9 +22,9 @@
  * A loop never restarts an acquire from within a callback: it queues the
  * slot and an idle handle restarts it on the next turn of the loop, so
  * that the loop keeps turning (timers, wake-ups) however fast outcomes
- * come. Sizes are at CRONOQ_STRESS_SCALE=1; see cqt_storm.h.
+ * come. Sizes are at CRONOQ_STRESS_SCALE=1; see support/storm.h.
  */
-#include "cqt_storm.h"
+#include "support/storm.h"
 
 #include "cronoq/cronoq_uv.h"
 

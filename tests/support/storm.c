@@ -1,39 +1,10 @@
 /*
- * Shared by the storm suites (test_storm.c, test_uv_storm.c; issue #8,
- * "Concurrency stress"): how large a storm is on this build, how worker
- * threads report a broken check, and the mixed-traffic model both suites
- * drive: one pool of budgets, classes and a device pool, random requests
- * over it, the holders' own tallies and a checker thread.
- *
- * Sizes. Every storm is a fixed number of operations times a scale:
- * CRONOQ_STRESS_SCALE (default 1) times a factor for slow builds, since a
- * storm that takes 5 s natively takes minutes under valgrind (which runs one
- * thread at a time) or ThreadSanitizer. Valgrind is recognised by
- * CRONOQ_UNDER_VALGRIND, which tests/reliability/storm.cmake sets when the
- * tests run under it, or by the preload valgrind puts in the environment
- * when a suite is run under it by hand; the sanitizers by the compiler's
- * own macros. A storm also stops issuing new operations after
- * storm_seconds(), so that a slow machine runs a shorter storm rather than
- * a longer one; that only ever shortens the storm and nothing asserts on
- * it. Waits for outcomes use CQT_PATIENCE_MS: no duration is ever asserted.
- *
- * Races. Both suites cancel from threads of their own all along, so under
- * ThreadSanitizer they also check that a cancel racing its target is no
- * data race. The two races they found in the library, both fixed, each
- * have a reproducer in its suite that guards the fix.
- *
- * Worker threads never call cmocka: its failures longjmp on the main
- * thread's stack. They record the first broken check with STORM_CHECK and
- * the main thread asserts that none was recorded.
+ * What the storm suites share (storm.h): the scale of this build, the
+ * recorder of broken checks, the mixed-traffic model with its checker
+ * thread, and waits that give up. The declarations in storm.h say what each
+ * function does and on which thread it may run.
  */
-#ifndef CRONOQ_TEST_STORM_H
-#define CRONOQ_TEST_STORM_H
-
-#include "cq_test.h"
-
-#include <sched.h>
-#include <stdatomic.h>
-#include <stdbool.h>
+#include "storm.h"
 
 /* ------------------------------------------------------------------------ */
 /* The build and the scale                                                   */
@@ -54,7 +25,7 @@
 #endif
 #endif
 
-static inline bool storm_under_valgrind(void) {
+bool storm_under_valgrind(void) {
   const char *v = getenv("CRONOQ_UNDER_VALGRIND");
   if (v != NULL && *v != '\0' && strcmp(v, "0") != 0)
     return true;
@@ -62,8 +33,7 @@ static inline bool storm_under_valgrind(void) {
   return pre != NULL && strstr(pre, "vgpreload") != NULL;
 }
 
-/* What this run is, for the figures printed in the logs. */
-static inline const char *storm_build(void) {
+const char *storm_build(void) {
   if (storm_under_valgrind())
     return "valgrind";
 #if defined(STORM_TSAN)
@@ -75,7 +45,7 @@ static inline const char *storm_build(void) {
 #endif
 }
 
-static inline double storm_scale(void) {
+double storm_scale(void) {
   double scale = 1.0;
   const char *s = getenv("CRONOQ_STRESS_SCALE");
   if (s != NULL && *s != '\0') {
@@ -96,24 +66,19 @@ static inline double storm_scale(void) {
 #endif
 }
 
-/* `n` operations at this scale, at least `min`. */
-static inline long storm_n(long n, long min) {
+long storm_n(long n, long min) {
   double v = (double)n * storm_scale();
   return v < (double)min ? min : (long)v;
 }
 
-/* Seconds after which a storm issues no new operations. */
-static inline int64_t storm_seconds(void) {
+int64_t storm_seconds(void) {
   const char *s = getenv("CRONOQ_STRESS_SECONDS");
   if (s != NULL && *s != '\0' && atol(s) > 0)
     return atol(s);
   return storm_under_valgrind() ? 12 : 6;
 }
 
-/* Let a storm run until `count` has grown by `by` from now, or until
- * `give_up` (a hang guard: reaching it is not itself a failure). */
-static inline void storm_await_growth(atomic_llong *count, long long by,
-                                      int64_t give_up) {
+void storm_await_growth(atomic_llong *count, long long by, int64_t give_up) {
   long long from = atomic_load(count);
   while (atomic_load(count) < from + by && cq_now() < give_up)
     cqt_sleep_ms(1);
@@ -123,28 +88,27 @@ static inline void storm_await_growth(atomic_llong *count, long long by,
 /* Broken checks on worker threads                                           */
 /* ------------------------------------------------------------------------ */
 
-static atomic_int storm_failures;
+atomic_int storm_failures;
 static char storm_first_failure[512];
 static pthread_mutex_t storm_failure_lock = PTHREAD_MUTEX_INITIALIZER;
 
-#define STORM_CHECK(cond, ...)                                                 \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      pthread_mutex_lock(&storm_failure_lock);                                 \
-      if (atomic_fetch_add(&storm_failures, 1) == 0)                           \
-        snprintf(storm_first_failure, sizeof(storm_first_failure),             \
-                 __VA_ARGS__);                                                 \
-      pthread_mutex_unlock(&storm_failure_lock);                               \
-    }                                                                          \
-  } while (0)
+void storm_fail(const char *fmt, ...) {
+  pthread_mutex_lock(&storm_failure_lock);
+  if (atomic_fetch_add(&storm_failures, 1) == 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(storm_first_failure, sizeof(storm_first_failure), fmt, ap);
+    va_end(ap);
+  }
+  pthread_mutex_unlock(&storm_failure_lock);
+}
 
-static inline void storm_failures_reset(void) {
+void storm_failures_reset(void) {
   atomic_store(&storm_failures, 0);
   storm_first_failure[0] = '\0';
 }
 
-/* Main thread only. */
-static inline void storm_assert_no_failures(void) {
+void storm_assert_no_failures(void) {
   int n = atomic_load(&storm_failures);
   if (n != 0) {
     pthread_mutex_lock(&storm_failure_lock);
@@ -155,16 +119,7 @@ static inline void storm_assert_no_failures(void) {
   }
 }
 
-static inline uint64_t storm_rand(uint64_t *s) {
-  *s ^= *s << 13;
-  *s ^= *s >> 7;
-  *s ^= *s << 17;
-  return *s;
-}
-
-/* A pause of a few microseconds, or none: holders keep their units for a
- * moment so that others queue behind them. */
-static inline void storm_dawdle(uint64_t *rng) {
+void storm_dawdle(uint64_t *rng) {
   unsigned r = (unsigned)(storm_rand(rng) % 8);
   if (r < 3)
     return;
@@ -180,60 +135,12 @@ static inline void storm_dawdle(uint64_t *rng) {
 /* The mixed-traffic model                                                   */
 /* ------------------------------------------------------------------------ */
 
-/*
- * The device pool comes first, then budgets, then classes: the pool's own
- * resource order, which staged claims follow.
- */
-enum { ST_GPU, ST_CPU, ST_MEM, ST_DB, ST_LIC, ST_ETL, ST_TRAIN, ST_NRES };
-#define ST_DEVICES 4
-#define ST_NREQS 40
+const char *const st_names[ST_NRES] = {"gpu", "cpu", "mem",  "db",
+                                       "lic", "etl", "train"};
+const int64_t st_caps[ST_NRES] = {ST_DEVICES, 8, 32, 3, 1, 3, 2};
 
-static const char *const st_names[ST_NRES] = {"gpu", "cpu", "mem",  "db",
-                                              "lic", "etl", "train"};
-/* Devices for the device pool, units for budgets, workers for classes. */
-static const int64_t st_caps[ST_NRES] = {ST_DEVICES, 8, 32, 3, 1, 3, 2};
-
-struct st_req {
-  cq_req req;
-  int64_t amount[ST_NRES]; /* gpu: thousandths, or devices when gpu_whole */
-  bool gpu_whole;
-};
-
-/* What a holder took note of, to take it off its tallies again. */
-struct st_held {
-  int k;
-  size_t ndev;
-  uint32_t dev[ST_DEVICES];
-  int64_t dev_milli[ST_DEVICES];
-};
-
-struct st_model {
-  cq_pool *pool;
-  struct st_req reqs[ST_NREQS];
-  /* What the holders believe is held: never above a capacity. */
-  atomic_llong tally[ST_NRES];
-  atomic_llong dev_tally[ST_DEVICES];
-  /* Outcomes, per resource the request named. */
-  atomic_llong grants[ST_NRES];
-  atomic_llong timeouts[ST_NRES];
-  atomic_llong cancels[ST_NRES];
-  atomic_llong placements; /* devices placed on, over all grants */
-  /* Capacities change during the storm (never above st_caps), so the pool
-   * may hold more than a capacity that just shrank. */
-  bool churn;
-  /* The checker thread. */
-  atomic_int stop_checker;
-  atomic_llong checks;
-  pthread_t checker;
-};
-
-/*
- * Build the pool's resources and ST_NREQS random requests from `seed`. With
- * `hold_limit_ms` every other request declares that hold limit (they then
- * take the locked paths, and backfill where the pool allows it).
- */
-static inline void st_model_init(struct st_model *m, cq_pool *pool,
-                                 uint64_t seed, int64_t hold_limit_ms) {
+void st_model_init(struct st_model *m, cq_pool *pool, uint64_t seed,
+                   int64_t hold_limit_ms) {
   memset(m, 0, sizeof(*m));
   m->pool = pool;
   assert_cq_ok(cq_devices_add(pool, st_names[ST_GPU], ST_DEVICES, NULL));
@@ -282,8 +189,7 @@ static inline void st_model_init(struct st_model *m, cq_pool *pool,
   }
 }
 
-/* Count the outcome of an attempt at request k that did not get its units. */
-static inline void st_count_failure(struct st_model *m, int k, int status) {
+void st_count_failure(struct st_model *m, int k, int status) {
   for (int r = 0; r < ST_NRES; r++) {
     if (m->reqs[k].amount[r] == 0)
       continue;
@@ -294,14 +200,8 @@ static inline void st_count_failure(struct st_model *m, int k, int status) {
   }
 }
 
-/*
- * The holder of a fresh grant of request k checks what it got and adds it
- * to the tallies, which must stay within every capacity: a tally over a
- * capacity means two grants overlapped that should not have. Safe on any
- * thread, in a callback too.
- */
-static inline void st_hold(struct st_model *m, const cq_grant *g, int k,
-                           struct st_held *h, uint64_t *rng) {
+void st_hold(struct st_model *m, const cq_grant *g, int k, struct st_held *h,
+             uint64_t *rng) {
   const struct st_req *q = &m->reqs[k];
   h->k = k;
   h->ndev = 0;
@@ -351,8 +251,7 @@ static inline void st_hold(struct st_model *m, const cq_grant *g, int k,
   }
 }
 
-/* Take a holding off the tallies, just before its release. */
-static inline void st_unhold(struct st_model *m, const struct st_held *h) {
+void st_unhold(struct st_model *m, const struct st_held *h) {
   const struct st_req *q = &m->reqs[h->k];
   for (int r = ST_CPU; r < ST_NRES; r++)
     if (q->amount[r] != 0)
@@ -361,8 +260,7 @@ static inline void st_unhold(struct st_model *m, const struct st_held *h) {
     atomic_fetch_sub(&m->dev_tally[h->dev[i]], h->dev_milli[i]);
 }
 
-/* The pool's own figures, as any thread may read them at any moment. */
-static inline void st_check_stats(struct st_model *m) {
+void st_check_stats(struct st_model *m) {
   for (int r = 0; r < ST_NRES; r++) {
     cq_resource_stats st;
     int rc = cq_resource_stats_get(m->pool, st_names[r], &st);
@@ -418,9 +316,7 @@ static void *st_checker_main(void *arg) {
   return NULL;
 }
 
-/* Start the checker and wait for its first check, so that it reads the
- * pool all through the storm that follows, however short. */
-static inline void st_checker_start(struct st_model *m) {
+void st_checker_start(struct st_model *m) {
   atomic_store(&m->stop_checker, 0);
   assert_int_equal(pthread_create(&m->checker, NULL, st_checker_main, m), 0);
   int64_t give_up = cq_now() + CQT_PATIENCE_MS;
@@ -431,18 +327,12 @@ static inline void st_checker_start(struct st_model *m) {
   }
 }
 
-static inline void st_checker_stop(struct st_model *m) {
+void st_checker_stop(struct st_model *m) {
   atomic_store(&m->stop_checker, 1);
   assert_int_equal(pthread_join(m->checker, NULL), 0);
 }
 
-/*
- * At rest: nothing held, withheld, reserved or waiting; the tallies back at
- * zero; the pool's grant, cancellation and placement counts equal the ones
- * the holders kept; its timeouts at most theirs (an attempt whose deadline
- * had passed never waited, and the pool counts only waiters).
- */
-static inline void st_check_quiescent(struct st_model *m) {
+void st_check_quiescent(struct st_model *m) {
   st_check_stats(m);
   storm_assert_no_failures();
   assert_int_equal(cqt_waiting(m->pool), 0);
@@ -488,8 +378,7 @@ static inline void st_check_quiescent(struct st_model *m) {
   }
 }
 
-/* Everything the pool knows, for a storm that stopped making progress. */
-static inline void st_dump_pool(cq_pool *pool) {
+void st_dump_pool(cq_pool *pool) {
   cq_pool_stats ps;
   if (cq_pool_stats_get(pool, &ps) == 0)
     print_message("pool: %llu waiting, %llu waited grants, %llu wake-ups\n",
@@ -509,12 +398,7 @@ static inline void st_dump_pool(cq_pool *pool) {
                   (unsigned long long)st[i].grants);
 }
 
-/*
- * Wait, generously, until *done reaches n; on giving up, print the pool and
- * fail with `what`. The threads that are stuck stay stuck: the suite fails.
- */
-static inline void storm_wait_for(atomic_int *done, int n, cq_pool *pool,
-                                  const char *what) {
+void storm_wait_for(atomic_int *done, int n, cq_pool *pool, const char *what) {
   int64_t give_up = cq_now() + storm_seconds() * 1000 + CQT_PATIENCE_MS;
   while (atomic_load(done) < n) {
     if (cq_now() > give_up) {
@@ -530,15 +414,7 @@ static inline void storm_wait_for(atomic_int *done, int n, cq_pool *pool,
 /* Waits that give up                                                        */
 /* ------------------------------------------------------------------------ */
 
-/*
- * A storm that stops making progress must fail with what it knows rather
- * than hang until ctest kills it: every wait of the suites gives up after
- * CQT_PATIENCE_MS (more for a whole storm) and records a broken check. The
- * limit only guards against a hang; no duration is a success criterion.
- */
-
-/* A condition variable on the monotonic clock, the clock of cq_now(). */
-static inline void storm_cond_init(pthread_cond_t *c) {
+void storm_cond_init(pthread_cond_t *c) {
   pthread_condattr_t attr;
   assert_int_equal(pthread_condattr_init(&attr), 0);
   assert_int_equal(pthread_condattr_setclock(&attr, CLOCK_MONOTONIC), 0);
@@ -546,24 +422,13 @@ static inline void storm_cond_init(pthread_cond_t *c) {
   (void)pthread_condattr_destroy(&attr);
 }
 
-/* One wait on `c` (whose mutex `m` is held) until at most `give_up_ms` on
- * cq_now()'s clock; the caller checks its condition again, and the time. */
-static inline void storm_cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m,
-                                         int64_t give_up_ms) {
+void storm_cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m,
+                           int64_t give_up_ms) {
   struct timespec ts;
   ts.tv_sec = (time_t)(give_up_ms / 1000);
   ts.tv_nsec = (long)(give_up_ms % 1000) * 1000000L;
   (void)pthread_cond_timedwait(c, m, &ts);
 }
-
-/* A thread whose end can be waited for with a limit (POSIX has no timed
- * join). */
-struct storm_thread {
-  pthread_t id;
-  void *(*fn)(void *);
-  void *arg;
-  atomic_int done;
-};
 
 static void *storm_thread_main(void *arg) {
   struct storm_thread *t = arg;
@@ -572,21 +437,16 @@ static void *storm_thread_main(void *arg) {
   return NULL;
 }
 
-static inline void storm_thread_start(struct storm_thread *t,
-                                      void *(*fn)(void *), void *arg) {
+void storm_thread_start(struct storm_thread *t, void *(*fn)(void *),
+                        void *arg) {
   t->fn = fn;
   t->arg = arg;
   atomic_init(&t->done, 0);
   assert_int_equal(pthread_create(&t->id, NULL, storm_thread_main, t), 0);
 }
 
-/*
- * Join n threads that finish once the storm, at most storm_seconds() long,
- * is over. Main thread only. On giving up, print the pool and fail with
- * the first broken check, which a thread stuck waiting records itself.
- */
-static inline void storm_join_all(struct storm_thread *t, int n, cq_pool *pool,
-                                  const char *what) {
+void storm_join_all(struct storm_thread *t, int n, cq_pool *pool,
+                    const char *what) {
   int64_t give_up = cq_now() + storm_seconds() * 1000 + CQT_PATIENCE_MS;
   for (int i = 0; i < n; i++) {
     while (!atomic_load(&t[i].done) && cq_now() <= give_up)
@@ -601,5 +461,3 @@ static inline void storm_join_all(struct storm_thread *t, int n, cq_pool *pool,
     assert_int_equal(pthread_join(t[i].id, NULL), 0);
   }
 }
-
-#endif /* CRONOQ_TEST_STORM_H */
