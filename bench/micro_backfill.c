@@ -1,7 +1,7 @@
 /*
- * What backfill costs a decision (issue #7): acquire + release of a request
- * with a hold limit, with N limited grants held, backfill on against off,
- * for N = 10, 1,000 and 100,000.
+ * What backfill costs a decision: acquire + release of a request with a hold
+ * limit, with N limited grants held, backfill on against off, for N = 10, 1,000
+ * and 100,000.
  *
  * On: a head waits for the whole budget, so every acquire is a backfill
  * decision: the request is not covered (everything free is withheld for the

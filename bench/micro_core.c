@@ -1,6 +1,6 @@
 /*
- * Micro-benchmarks of the core (issue #2), each against a baseline measured
- * in the same run:
+ * Micro-benchmarks of the core, each against a baseline measured in the
+ * same run:
  * - uncontended try + release of 1- and 4-budget requests, against a pthread
  *   mutex lock/unlock with a counter update (and against the hand-rolled
  *   semaphore a user would write: check-and-take, then give back);

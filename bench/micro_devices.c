@@ -1,8 +1,8 @@
 /*
- * Micro-benchmarks of device pools (issue #3): what placement costs as the
- * number of devices grows, against the same figure at 8 devices, measured
- * in turns within each repetition. The goal is logarithmic growth, so each
- * figure's bound is log2(N) / log2(8).
+ * Micro-benchmarks of device pools: what placement costs as the number of
+ * devices grows, against the same figure at 8 devices, measured in turns within
+ * each repetition. The goal is logarithmic growth, so each figure's bound is
+ * log2(N) / log2(8).
  *
  * The pools are partly filled first (fractions of random sizes), so that
  * the devices have many different amounts free and placement has to search.

@@ -592,13 +592,13 @@ static void test_overdue_by_the_timer_thread(void **state) {
 }
 
 /*
- * Found by the model-based test (issue #8), in its shrunk form. On budgets
- * b0 = 3 and b1 = 1: A holds b0:1 until 10, B holds b1:1 with no limit; H
- * asks b0:3 (S = 10). C asks b0:1 and is cancelled, which runs the backfill
- * pass for nothing. W asks b0:1 and b1:1 for 5 ms: it is blocked on b0,
- * where H withholds the 2 free. When B releases b1, on which no one is
- * blocked, W fits once H's withholding is disregarded and ends at 5,
- * before S: it is backfilled then, not left waiting until b0 frees.
+ * Found by the model-based test, in its shrunk form. On budgets b0 = 3 and b1 =
+ * 1: A holds b0:1 until 10, B holds b1:1 with no limit; H asks b0:3 (S = 10). C
+ * asks b0:1 and is cancelled, which runs the backfill pass for nothing. W asks
+ * b0:1 and b1:1 for 5 ms: it is blocked on b0, where H withholds the 2 free.
+ * When B releases b1, on which no one is blocked, W fits once H's withholding
+ * is disregarded and ends at 5, before S: it is backfilled then, not left
+ * waiting until b0 frees.
  */
 static void
 test_release_no_one_is_blocked_on_still_lets_backfill_run(void **state) {
@@ -625,14 +625,14 @@ test_release_no_one_is_blocked_on_still_lets_backfill_run(void **state) {
 }
 
 /*
- * Found by the model-based test (issue #8): a grant made without the lock
- * was released without the lock, so the head's projection never learnt of
- * it. In a backfill pool, with no event hook, nothing takes the lock-free
- * path now. `slot` is a class of 2. S1 takes slot:1 with no limit; A holds
- * cpu:6 and slot:1 until 100; H asks cpu:8 and slot:1 (S = 100: A frees
- * both). Y asks slot:1 for 50 ms at 60, ending at 110, after S: not yet,
- * since at S only A's slot comes back and H takes it. At 70 S1 releases:
- * at S two slots are free, one for H and one for Y, so Y is backfilled.
+ * Found by the model-based test: a grant made without the lock was released
+ * without the lock, so the head's projection never learnt of it. In a backfill
+ * pool, with no event hook, nothing takes the lock-free path now. `slot` is a
+ * class of 2. S1 takes slot:1 with no limit; A holds cpu:6 and slot:1 until
+ * 100; H asks cpu:8 and slot:1 (S = 100: A frees both). Y asks slot:1 for 50 ms
+ * at 60, ending at 110, after S: not yet, since at S only A's slot comes back
+ * and H takes it. At 70 S1 releases: at S two slots are free, one for H and one
+ * for Y, so Y is backfilled.
  */
 static void
 test_release_of_unlimited_grant_updates_the_shadow_projection(void **state) {

@@ -1,7 +1,7 @@
 /*
- * Cancellation and deadlines (issue #2, items 9 and 10): who wins a race,
- * that nothing is held after losing, and that an expiry never comes early
- * and lets the waiters behind move.
+ * Cancellation and deadlines: who wins a race, that nothing is held after
+ * losing, and that an expiry never comes early and lets the waiters behind
+ * move.
  */
 #define CQT_POOL_FIXTURE
 #include "support/cqt.h"

@@ -1,8 +1,8 @@
 /*
- * Device pools (issue #3): fractions and whole devices, per-device
- * admission, best-fit placement, reservation on devices (scenarios 1-8),
- * validation, exactness, and the grant's device ids. State is written as
- * free capacity per device, in thousandths.
+ * Device pools: fractions and whole devices, per-device admission, best-fit
+ * placement, reservation on devices (scenarios 1-8), validation, exactness, and
+ * the grant's device ids. State is written as free capacity per device, in
+ * thousandths.
  */
 #define CQT_POOL_FIXTURE
 #include "support/cqt.h"

@@ -1,8 +1,8 @@
 /*
- * What host schedulers need (issue #4): worker caps (classes) and headroom,
- * startup validation of a task set, the lone-request allowance, the room
- * query, and live capacity changes. Every parallelism test asserts that the
- * expected parallelism is reached, not only that it is never exceeded.
+ * What host schedulers need: worker caps (classes) and headroom, startup
+ * validation of a task set, the lone-request allowance, the room query, and
+ * live capacity changes. Every parallelism test asserts that the expected
+ * parallelism is reached, not only that it is never exceeded.
  */
 #define CQT_POOL_FIXTURE
 #include "support/cqt.h"

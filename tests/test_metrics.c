@@ -1,7 +1,7 @@
 /*
- * Stats and metrics (issue #4): per-resource, per-device and per-class
- * snapshots, the waiting-time histogram on a virtual clock, the Prometheus
- * text exposition checked against the format's rules, and the event hook.
+ * Stats and metrics: per-resource, per-device and per-class snapshots, the
+ * waiting-time histogram on a virtual clock, the Prometheus text exposition
+ * checked against the format's rules, and the event hook.
  */
 #include "support/cqt.h"
 

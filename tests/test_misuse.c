@@ -1,5 +1,5 @@
 /*
- * The bad-input catalogue (issue #8, part 5).
+ * The bad-input catalogue of the reliability suite.
  *
  * A table of misuses. Each entry names a category and the misuse, the error
  * the header promises for it, and optionally a step that brings the
@@ -1108,8 +1108,8 @@ struct misuse {
 #endif
 
 /*
- * Misuses this catalogue found handled wrongly when it was written (issue
- * #8), fixed since; they stay as regression entries.
+ * Misuses this catalogue found handled wrongly when it was written, fixed
+ * since; they stay as regression entries.
  *
  * - acquire_int64_max_units_of_a_held_lock_free_budget: a try of
  *   {mem: INT64_MAX} while mem (capacity 100, uncontended) had 1 unit in

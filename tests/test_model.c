@@ -1,8 +1,8 @@
 /*
- * Model-based random testing (issue #8, part 1): random operation sequences
- * run through the library and through the reference model of
- * tests/model/, compared after every operation (tests/model/ops.c says
- * what is compared and which invariants are checked).
+ * Model-based random testing, part of the reliability suite: random operation
+ * sequences run through the library and through the reference model of
+ * tests/model/, compared after every operation (tests/model/ops.c says what is
+ * compared and which invariants are checked).
  *
  * The random test runs CRONOQ_MODEL_OPS operations in all (default
  * 1,000,000) as programs of 500 operations, one seed each. On a failure it

@@ -1,5 +1,5 @@
 /*
- * Out-of-memory injection (issue #8, part 4).
+ * Out-of-memory injection, part of the reliability suite.
  *
  * A counting allocator, given to the pool (cq_pool_config.alloc), to GPU
  * detection (cq_detect_opts.alloc) and to the libuv adapter, fails one

@@ -1,7 +1,7 @@
 /*
- * The waiting policy, scenario by scenario (issue #2, items 1-5, 8, 9 and
- * 11). Waiters are callbacks, so every step is deterministic: the recorder's
- * log says who was granted, in which order, after which event.
+ * The waiting policy, scenario by scenario. Waiters are callbacks, so every
+ * step is deterministic: the recorder's log says who was granted, in which
+ * order, after which event.
  */
 #define CQT_POOL_FIXTURE
 #include "support/cqt.h"
@@ -77,10 +77,10 @@ static void test_request_is_granted_all_at_once_or_not_at_all(void **state) {
 }
 
 /*
- * Found by the bad-input catalogue (issue #8): an amount near INT64_MAX once
- * passed the lock-free path's room check, whose sum used + need overflowed,
- * and was granted on a budget of 100. It must fail as never-fitting, and
- * the lock-free path must also respect a capacity shrunk below what is held.
+ * Found by the bad-input catalogue: an amount near INT64_MAX once passed the
+ * lock-free path's room check, whose sum used + need overflowed, and was
+ * granted on a budget of 100. It must fail as never-fitting, and the lock-free
+ * path must also respect a capacity shrunk below what is held.
  */
 static void test_huge_amount_is_never_granted_on_the_fast_path(void **state) {
   (void)state;

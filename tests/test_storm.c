@@ -1,7 +1,7 @@
 /*
- * Concurrency stress on the core API (issue #8, "Concurrency stress"). Each
- * storm runs many threads against one pool and checks, while it runs and
- * at the end, what must hold whatever the interleaving:
+ * Concurrency stress on the core API, the concurrency storms of the reliability
+ * suite. Each storm runs many threads against one pool and checks, while it
+ * runs and at the end, what must hold whatever the interleaving:
  *
  * - the mixed storm: random multi-resource requests (budgets, classes,
  *   fractions and whole devices) through every acquire style (try, blocking
@@ -1265,11 +1265,10 @@ static void *race_owner(void *arg) {
  * is safe (it ends the attempt if it waits, else returns CQ_ESTATE). Here
  * the attempts never wait, so every cancel must find nothing to cancel.
  *
- * The storms found a data race here (issue #8), since fixed: cancel and
- * abort read the grant's pool under the pool lock (src/grant.c,
- * lock_grant()) while the owner, starting a lock-free attempt, wrote it
- * without the lock. They now check the grant's atomic state first. Under
- * ThreadSanitizer this test guards the fix.
+ * The storms found a data race here, since fixed: cancel and abort read the
+ * grant's pool under the pool lock (src/grant.c, lock_grant()) while the owner,
+ * starting a lock-free attempt, wrote it without the lock. They now check the
+ * grant's atomic state first. Under ThreadSanitizer this test guards the fix.
  */
 static void
 test_cancel_racing_a_lock_free_attempt_finds_nothing_to_cancel(void **state) {

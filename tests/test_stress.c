@@ -1,8 +1,8 @@
 /*
- * Threads against the pool (issue #2, items 6, 7 and 12): the oldest waiter
- * is not starved by a steady stream of small requests, on one budget or on
- * several, and random multi-budget traffic in every acquire style never
- * over-admits and leaves everything free at the end.
+ * Threads against the pool: the oldest waiter is not starved by a steady stream
+ * of small requests, on one budget or on several, and random multi-budget
+ * traffic in every acquire style never over-admits and leaves everything free
+ * at the end.
  *
  * Worker threads never call cmocka (its failures longjmp on the main
  * thread's stack); they record the first broken check, and the main thread

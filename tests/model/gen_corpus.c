@@ -3,8 +3,8 @@
  * random programs from mo_generate(), every pool option among them, and
  * shrunk programs that once separated the model from the library, while
  * the model was written or from library bugs since fixed (all agree now;
- * see the report of issue #8). Every file is checked to run clean before
- * it is written.
+ * docs/RELIABILITY.md lists the bugs). Every file is checked to run clean
+ * before it is written.
  *
  *   cc -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude -Itests \
  *      tests/model/gen_corpus.c tests/model/ops.c tests/model/model.c \

@@ -2,8 +2,8 @@
  * The operation-sequence interpreter: runs a sequence of operations through
  * the real library (a pool with manual timers on a virtual clock, callback
  * acquires) and through the reference model (model.h), and compares the two
- * after every operation, checking the invariants of issue #8 on what the
- * library reports.
+ * after every operation, checking the invariants of the reliability suite
+ * (docs/RELIABILITY.md) on what the library reports.
  *
  * A program is a flags byte (pool options) and a list of 8-byte operations;
  * every byte string decodes to a valid program, so a fuzzer can feed one
