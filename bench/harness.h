@@ -136,5 +136,7 @@ int cqb_micro_contended_plan(void);
 void cqb_micro_contended(void);
 int cqb_micro_backfill_plan(void);
 void cqb_micro_backfill(void);
+int cqb_micro_deep_plan(void);
+void cqb_micro_deep(void);
 
 #endif /* CRONOQ_BENCH_HARNESS_H */

@@ -20,6 +20,7 @@ static void usage(FILE *f) {
           "usage: cronoq-bench [micro|sim|backfill|all] [options]\n"
           "\n"
           "  micro          the micro-benchmarks, each against its baseline\n"
+          "  deep           only the deep-queue figures of micro\n"
           "  sim            the workload simulator (tools/sim, also its own\n"
           "                 command cronoq-sim): libcronoq against strict\n"
           "                 FIFO, greedy first-fit and a static split\n"
@@ -34,8 +35,8 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  static const char *const commands[] = {"all", "micro", "sim", "backfill",
-                                         NULL};
+  static const char *const commands[] = {"all",      "micro", "sim",
+                                         "backfill", "deep",  NULL};
   const char *cmd =
       cqb_parse_args(argc, argv, commands, cqb_sim_parse_option, usage);
   cqb_sim_options_done();
@@ -47,6 +48,7 @@ int main(int argc, char **argv) {
   bool micro = all || strcmp(cmd, "micro") == 0;
   bool sim = all || strcmp(cmd, "sim") == 0;
   bool backfill = all || strcmp(cmd, "backfill") == 0;
+  bool deep = micro || strcmp(cmd, "deep") == 0;
   int steps = 0;
   if (micro) {
     steps += cqb_micro_core_plan() + cqb_micro_contended_plan() +
@@ -55,6 +57,8 @@ int main(int argc, char **argv) {
     steps += cqb_micro_uv_plan();
 #endif
   }
+  if (deep)
+    steps += cqb_micro_deep_plan();
   if (sim)
     steps += cqb_sim_plan();
   if (backfill)
@@ -69,6 +73,8 @@ int main(int argc, char **argv) {
     cqb_micro_uv();
 #endif
   }
+  if (deep)
+    cqb_micro_deep();
   cqb_print_figures();
   if (sim)
     cqb_sim(); /* its own tables, each pool's figures after them */

@@ -72,7 +72,12 @@ struct cq__grant {
   cq_pool *pool;
   char msg[CQ__MSG_MAX]; /* why the last attempt failed */
 
-  cq__rbnode bnode;        /* waiting: in the blocker's blocked tree */
+  cq__rbnode bnode; /* waiting: in the blocker's blocked tree */
+  /* Waiting: what it asks of its blocker, and the least of that over its
+   * bnode's subtree (queue.c): [0] units of a budget or a fraction's
+   * thousandths, [1] whole devices; INT64_MAX where it asks none. */
+  int64_t bkey[2];
+  int64_t bmin[2];
   struct cq__grant *qprev; /* waiting: the pool's queue, by arrival; held
                               and counted: the policy's list of holders */
   struct cq__grant *qnext;

@@ -223,9 +223,19 @@ void cq__dev_room(struct cq__res *r, uint64_t stamp, int64_t *units,
   }
 }
 
-bool cq__dev_any_free(const struct cq__res *r) {
-  cq__rbnode *last = cq__rb_last(&r->by_free);
-  return last != NULL && cq__dev_free(node_dev(last)) > 0;
+bool cq__dev_may_fit(const struct cq__res *r, int64_t fraction, int64_t whole) {
+  const cq__rbnode *n = cq__rb_last(&r->by_free);
+  if (n == NULL)
+    return false;
+  if (fraction <= cq__dev_free(node_dev(n)))
+    return true;
+  /* The entirely free devices sit at the end of the tree. */
+  int64_t count = 0;
+  for (; n != NULL && cq__dev_free(node_dev(n)) == CQ_DEVICE_MILLI;
+       n = cq__rb_prev(n))
+    if (++count >= whole)
+      return true;
+  return false;
 }
 
 void cq__dev_set_online(struct cq__res *r, struct cq__dev *d, bool online) {

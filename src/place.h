@@ -80,8 +80,10 @@ int64_t cq__dev_copies(struct cq__res *r, uint8_t mode, int64_t amount,
  * one, and the entirely free allowed devices. */
 void cq__dev_room(struct cq__res *r, uint64_t stamp, int64_t *units,
                   int64_t *largest, uint32_t *whole);
-/* Whether some online device has free capacity. */
-bool cq__dev_any_free(const struct cq__res *r);
+/* Whether some online device has `fraction` free, or `whole` online
+ * devices are entirely free, reservations aside: false means that no
+ * request asking at least that much can fit. */
+bool cq__dev_may_fit(const struct cq__res *r, int64_t fraction, int64_t whole);
 /* Stamp the first `count` devices in reservation order (the most free,
  * ties to the lowest index); returns the stamp, 0 when count is 0. */
 uint64_t cq__dev_reserve(struct cq__res *r, int64_t count);

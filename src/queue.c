@@ -100,8 +100,36 @@ static int blocked_cmp(const cq__rbnode *a, const cq__rbnode *b) {
   return seq_cmp(bnode_grant(a)->seq, bnode_grant(b)->seq);
 }
 
-static int blocked_key_cmp(const cq__rbnode *n, const void *key) {
-  return seq_cmp(bnode_grant(n)->seq, *(const uint64_t *)key);
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* A blocked tree is augmented: each waiter carries the least that any
+ * waiter in its subtree asks of the resource (bkey, bmin in grant.h), so
+ * that "which is the oldest waiter that fits?" is a descent. */
+static void blocked_aug(cq__rbnode *n) {
+  struct cq__grant *g = bnode_grant(n);
+  for (int k = 0; k < 2; k++) {
+    int64_t m = g->bkey[k];
+    for (int d = 0; d < 2; d++)
+      if (n->child[d] != NULL)
+        m = min64(m, bnode_grant(n->child[d])->bmin[k]);
+    g->bmin[k] = m;
+  }
+}
+
+/* Block g on its item i: in the blocked tree of i's resource, with what it
+ * asks there. */
+static void block_on(struct cq__grant *g, unsigned i) {
+  const struct cq__gitem *it = &g->it[i];
+  int64_t amount = g->req->items[i].amount;
+  bool whole = it->res->kind == CQ__RES_DEVICES && it->mode == CQ__MODE_WHOLE;
+  g->blocker = (uint8_t)i;
+  g->bkey[0] = whole ? INT64_MAX : amount;
+  g->bkey[1] = whole ? amount : INT64_MAX;
+  cq__rb_insert_aug(&it->res->blocked, &g->bnode, blocked_cmp, blocked_aug);
+}
+
+static void unblock(struct cq__grant *g) {
+  cq__rb_remove_aug(&g->it[g->blocker].res->blocked, &g->bnode, blocked_aug);
 }
 
 static int claim_cmp(const cq__rbnode *a, const cq__rbnode *b) {
@@ -176,11 +204,17 @@ static int64_t reserved_for_backfill(const struct cq__res *r, uint64_t seq,
   return dev_want(c);
 }
 
+/* How many devices of r a request g may not use: what the older claimers
+ * reserve, or when backfilling past `ignore` what backfill respects. */
+static int64_t reserved_for(const struct cq__res *r, const struct cq__grant *g,
+                            const struct cq__grant *ignore) {
+  return ignore != NULL ? reserved_for_backfill(r, g->seq, ignore)
+                        : reserved_before(r, g->seq);
+}
+
 uint64_t cq__excl_for(struct cq__res *r, const struct cq__grant *g,
                       const struct cq__grant *ignore) {
-  return cq__dev_reserve(r, ignore != NULL
-                                ? reserved_for_backfill(r, g->seq, ignore)
-                                : reserved_before(r, g->seq));
+  return cq__dev_reserve(r, reserved_for(r, g, ignore));
 }
 
 uint64_t cq__policy_reservation(struct cq__res *r) {
@@ -219,9 +253,13 @@ int64_t cq__policy_open(const struct cq__res *r) {
 static bool covered_as(const struct cq__grant *g, unsigned i,
                        const struct cq__grant *ignore) {
   struct cq__res *r = g->it[i].res;
-  if (r->kind == CQ__RES_DEVICES)
-    return cq__dev_fits(r, g->it[i].mode, cq__item_need(g, i),
-                        cq__excl_for(r, g, ignore));
+  if (r->kind == CQ__RES_DEVICES) {
+    /* Once every online device is reserved nothing is left to use. */
+    int64_t count = reserved_for(r, g, ignore);
+    return count < (int64_t)r->n_online &&
+           cq__dev_fits(r, g->it[i].mode, cq__item_need(g, i),
+                        cq__dev_reserve(r, count));
+  }
   return cq__item_need(g, i) <= budget_offer(r, g->seq, ignore);
 }
 
@@ -527,8 +565,7 @@ void cq__policy_enqueue(cq_pool *p, struct cq__grant *g, int64_t deadline_ms,
 
   /* Block on the first item for now; examine() moves g to its real
    * blocker, or grants it if lock-free releases freed enough meanwhile. */
-  g->blocker = 0;
-  cq__rb_insert(&g->it[0].res->blocked, &g->bnode, blocked_cmp);
+  block_on(g, 0);
   if (g->deadline_ms != CQ_NEVER)
     cq__rb_insert(&p->q.deadlines, &g->dnode, deadline_cmp);
   cq__gstate_set(g, CQ__G_WAITING);
@@ -540,7 +577,7 @@ void cq__policy_enqueue(cq_pool *p, struct cq__grant *g, int64_t deadline_ms,
 static void dequeue(cq_pool *p, struct cq__grant *g) {
   CQ__ASSERT(cq__gstate(g) == CQ__G_WAITING);
   drop_claims(p, g);
-  cq__rb_remove(&g->it[g->blocker].res->blocked, &g->bnode);
+  unblock(g);
   if (g->deadline_ms != CQ_NEVER)
     cq__rb_remove(&p->q.deadlines, &g->dnode);
   for (unsigned i = 0; i < g->n_items; i++)
@@ -698,7 +735,10 @@ void cq__policy_fast_failed(cq_pool *p, const struct cq__req *req,
  * goes); once they reserve every online device, nobody younger can fit.
  */
 static struct cq__grant *next_device_candidate(struct cq__res *r) {
-  if (!cq__dev_any_free(r))
+  /* Nobody fits when no device has room for the smallest fraction asked
+   * and too few are free for the fewest whole devices asked. */
+  const struct cq__grant *top = bnode_grant(r->blocked.root);
+  if (!cq__dev_may_fit(r, top->bmin[0], top->bmin[1]))
     return NULL;
   int64_t count = 0;
   for (cq__rbnode *n = cq__rb_first(&r->claims);
@@ -717,33 +757,55 @@ static struct cq__grant *next_device_candidate(struct cq__res *r) {
 }
 
 /*
- * The oldest waiter blocked on dirty resource r, younger than r's walk
- * position, that r now covers. Waiters passed over are not covered, and stay
- * so for the rest of this sweep unless r is marked again.
+ * The oldest waiter in subtree n of budget r's blocked tree, of arrival
+ * `from` or younger, whose need (cq__need_at(), which keeps the order of
+ * amounts, so the subtree's least amount gives its least need) is at most
+ * `offer`. Subtrees whose least need is larger are never entered.
  */
-static struct cq__grant *next_candidate(struct cq__res *r) {
-  uint64_t from = r->walk_seq + 1;
-  cq__rbnode *n = cq__rb_first(&r->blocked);
-  /* Usually the walk starts at the oldest: no descent needed. */
-  if (n != NULL && bnode_grant(n)->seq < from)
-    n = cq__rb_lower_bound(&r->blocked, &from, blocked_key_cmp);
-  if (r->kind == CQ__RES_DEVICES)
-    return next_device_candidate(r);
-  if (cq__budget_free(r) == 0)
-    return NULL;
-  const struct cq__gitem *c = claimant_item(r);
-  uint64_t claimant_seq = c != NULL ? item_grant(c)->seq : UINT64_MAX;
-  for (; n != NULL; n = cq__rb_next(n)) {
-    struct cq__grant *w = bnode_grant(n);
-    int64_t offer = budget_offer(r, w->seq, NULL);
-    if (cq__item_need(w, w->blocker) <= offer)
-      return w;
-    /* Past the claimant everyone is offered the same open units. */
-    if (offer == 0 && claimant_seq < w->seq)
-      break;
-    r->walk_seq = w->seq;
+static struct cq__grant *oldest_within(const struct cq__res *r, cq__rbnode *n,
+                                       uint64_t from, int64_t offer) {
+  int64_t cap = cq__res_capacity(r);
+  while (n != NULL && cq__need_at(r, bnode_grant(n)->bmin[0], cap) <= offer) {
+    struct cq__grant *g = bnode_grant(n);
+    if (g->seq >= from) {
+      struct cq__grant *w = oldest_within(r, n->child[0], from, offer);
+      if (w != NULL)
+        return w;
+      if (cq__need_at(r, g->bkey[0], cap) <= offer)
+        return g;
+    }
+    n = n->child[1];
   }
   return NULL;
+}
+
+/*
+ * The oldest waiter blocked on dirty resource r, younger than r's walk
+ * position, that r now covers: a descent of the blocked tree, however many
+ * wait there and fit nowhere.
+ */
+static struct cq__grant *next_candidate(struct cq__res *r) {
+  if (r->blocked.root == NULL)
+    return NULL;
+  if (r->kind == CQ__RES_DEVICES)
+    return next_device_candidate(r);
+  int64_t free = cq__budget_free(r);
+  if (free == 0)
+    return NULL;
+  uint64_t from = r->walk_seq + 1;
+  int64_t open = free;
+  const struct cq__gitem *c = claimant_item(r);
+  if (c != NULL) {
+    /* Blocked waiters have claimed r, so a claimant blocked here is the
+     * oldest of them, and the one offered everything free. */
+    struct cq__grant *cg = item_grant(c);
+    int64_t need = cq__item_need(cg, c->index);
+    if (bnode_grant(cq__rb_first(&r->blocked)) == cg && cg->seq >= from &&
+        need <= free)
+      return cg;
+    open -= min64(need, free);
+  }
+  return open > 0 ? oldest_within(r, r->blocked.root, from, open) : NULL;
 }
 
 /*
@@ -769,9 +831,8 @@ static void examine(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
       continue;
     }
     if ((unsigned)first != g->blocker) {
-      cq__rb_remove(&g->it[g->blocker].res->blocked, &g->bnode);
-      g->blocker = (uint8_t)first;
-      cq__rb_insert(&g->it[first].res->blocked, &g->bnode, blocked_cmp);
+      unblock(g);
+      block_on(g, (unsigned)first);
     }
     if (!covered(g, (unsigned)first))
       return;
@@ -943,12 +1004,38 @@ static int64_t holders_hold_device(const cq_pool *p, const struct cq__res *r,
   return sum;
 }
 
+/* Whether every waiter blocked on r has claimed r, says what it asks
+ * there, and carries the least over its subtree. */
+static bool check_blocked_summaries(const struct cq__res *r) {
+  for (cq__rbnode *n = cq__rb_first(&r->blocked); n != NULL;
+       n = cq__rb_next(n)) {
+    const struct cq__grant *g = bnode_grant(n);
+    const struct cq__gitem *it = &g->it[g->blocker];
+    bool whole = r->kind == CQ__RES_DEVICES && it->mode == CQ__MODE_WHOLE;
+    int64_t amount = g->req->items[g->blocker].amount;
+    if (it->res != r || !(it->flags & CQ__IT_CLAIMED) ||
+        g->bkey[0] != (whole ? INT64_MAX : amount) ||
+        g->bkey[1] != (whole ? amount : INT64_MAX))
+      return false;
+    for (int k = 0; k < 2; k++) {
+      int64_t m = g->bkey[k];
+      for (int d = 0; d < 2; d++)
+        if (n->child[d] != NULL)
+          m = min64(m, bnode_grant(n->child[d])->bmin[k]);
+      if (g->bmin[k] != m)
+        return false;
+    }
+  }
+  return true;
+}
+
 static void check_resource(const cq_pool *p, struct cq__res *r) {
   uint64_t w = atomic_load_explicit(&r->word, memory_order_acquire);
   /* The contended bit is set if and only if some waiter claims r. */
   CQ__ASSERT(((w & CQ__W_CONTENDED) != 0) == (r->claims.count != 0));
   CQ__ASSERT(cq__rb_check(&r->claims, claim_cmp) >= 0);
   CQ__ASSERT(cq__rb_check(&r->blocked, check_blocked_cmp) >= 0);
+  CQ__ASSERT(check_blocked_summaries(r));
   uint64_t holders;
   int64_t held = holders_hold(p, r, &holders);
   CQ__ASSERT(holders == r->n_holders);

@@ -429,6 +429,63 @@ static void test_each_grant_wakes_exactly_one_thread(void **state) {
   assert_int_equal(after.wakeups - before.wakeups, WAKE_N);
 }
 
+/*
+ * The oldest waiter that fits is found past many that do not. cpu has 100;
+ * W (the only GPU, held, and cpu:10) waits first and claims both. Behind it
+ * wait 1000 more: the first 500 ask cpu:95, the next 500 cpu:30. Each time
+ * 50 come back, 10 are withheld for W and 40 are open, which one cpu:30
+ * fits: they are granted one at a time in arrival order, s500 first, and
+ * no cpu:95 ever is.
+ */
+static void
+test_the_oldest_waiter_that_fits_is_found_past_many_that_do_not(void **state) {
+  (void)state;
+  enum { N = 1000, FIRST_SMALL = 500, STEPS = 12 };
+  assert_cq_ok(cq_budget_add(pool, "cpu", 100));
+  assert_cq_ok(cq_devices_add(pool, "gpu", 1, NULL));
+  cq_grant gpu, h1, h2;
+  cq_req r_gpu, r_half, r_w, r_big, r_small;
+  assert_cq_ok(cq_req_init(&r_gpu, pool));
+  assert_cq_ok(cq_req_add_devices(&r_gpu, "gpu", 1));
+  cq_grant_init(&gpu);
+  assert_cq_ok(cq_grant_try(pool, &gpu, &r_gpu));
+  hold(&h1, &r_half, "cpu:50");
+  hold(&h2, &r_half, "cpu:50");
+  static cqt_slot w, many[N];
+  static char names[N][8];
+  cqt_slot_init(&w, &rec, "W");
+  assert_cq_ok(cq_req_init(&r_w, pool));
+  assert_cq_ok(cq_req_add_devices(&r_w, "gpu", 1));
+  assert_cq_ok(cq_req_add(&r_w, "cpu", 10));
+  assert_cq_ok(cq_grant_submit(pool, &w.grant, &r_w, CQ_NEVER, cqt_record_cb));
+  cqt_req(&r_big, pool, "cpu:95");
+  cqt_req(&r_small, pool, "cpu:30");
+  for (int i = 0; i < N; i++) {
+    snprintf(names[i], sizeof(names[i]), "s%d", i);
+    cqt_slot_init(&many[i], &rec, names[i]);
+    assert_cq_ok(cq_grant_submit(pool, &many[i].grant,
+                                 i < FIRST_SMALL ? &r_big : &r_small, CQ_NEVER,
+                                 cqt_record_cb));
+  }
+  assert_log(&rec, "");
+  assert_cq_ok(cq_grant_release(pool, &h2));
+  char expect[STEPS * 8] = "s500";
+  assert_log(&rec, expect);
+  for (int k = 1; k < STEPS; k++) {
+    assert_cq_ok(cq_grant_release(pool, &many[FIRST_SMALL + k - 1].grant));
+    strcat(expect, " ");
+    strcat(expect, names[FIRST_SMALL + k]);
+    assert_log(&rec, expect);
+  }
+  assert_cq_ok(cq_grant_release(pool, &many[FIRST_SMALL + STEPS - 1].grant));
+  /* Close to finish the others. */
+  assert_cq_ok(cq_pool_close(pool));
+  assert_int_equal(cqt_waiting(pool), 0);
+  assert_cq_ok(cq_grant_release(pool, &many[FIRST_SMALL + STEPS].grant));
+  assert_cq_ok(cq_grant_release(pool, &h1));
+  assert_cq_ok(cq_grant_release(pool, &gpu));
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -446,6 +503,7 @@ int main(void) {
       T(test_close_fails_waiters_and_destroy_refuses_when_busy),
       T(test_destroy_refuses_while_a_request_waits),
       T(test_each_grant_wakes_exactly_one_thread),
+      T(test_the_oldest_waiter_that_fits_is_found_past_many_that_do_not),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
