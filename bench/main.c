@@ -21,6 +21,7 @@ static void usage(FILE *f) {
           "\n"
           "  micro          the micro-benchmarks, each against its baseline\n"
           "  deep           only the deep-queue figures of micro\n"
+          "  contended      only the contended figures of micro\n"
           "  sim            the workload simulator (tools/sim, also its own\n"
           "                 command cronoq-sim): libcronoq against strict\n"
           "                 FIFO, greedy first-fit and a static split\n"
@@ -35,8 +36,8 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  static const char *const commands[] = {"all",      "micro", "sim",
-                                         "backfill", "deep",  NULL};
+  static const char *const commands[] = {"all",  "micro",     "sim", "backfill",
+                                         "deep", "contended", NULL};
   const char *cmd =
       cqb_parse_args(argc, argv, commands, cqb_sim_parse_option, usage);
   cqb_sim_options_done();
@@ -49,16 +50,19 @@ int main(int argc, char **argv) {
   bool sim = all || strcmp(cmd, "sim") == 0;
   bool backfill = all || strcmp(cmd, "backfill") == 0;
   bool deep = micro || strcmp(cmd, "deep") == 0;
+  bool contended = micro || strcmp(cmd, "contended") == 0;
   int steps = 0;
   if (micro) {
-    steps += cqb_micro_core_plan() + cqb_micro_contended_plan() +
-             cqb_micro_devices_plan() + cqb_micro_backfill_plan();
+    steps += cqb_micro_core_plan() + cqb_micro_devices_plan() +
+             cqb_micro_backfill_plan();
 #ifdef CRONOQ_BENCH_UV
     steps += cqb_micro_uv_plan();
 #endif
   }
   if (deep)
     steps += cqb_micro_deep_plan();
+  if (contended)
+    steps += cqb_micro_contended_plan();
   if (sim)
     steps += cqb_sim_plan();
   if (backfill)
@@ -66,13 +70,14 @@ int main(int argc, char **argv) {
   cqb_progress_plan(steps);
   if (micro) {
     cqb_micro_core();
-    cqb_micro_contended();
     cqb_micro_devices();
     cqb_micro_backfill();
 #ifdef CRONOQ_BENCH_UV
     cqb_micro_uv();
 #endif
   }
+  if (contended)
+    cqb_micro_contended();
   if (deep)
     cqb_micro_deep();
   cqb_print_figures();

@@ -7,7 +7,9 @@
  * aside, and only the rest is open to younger requests. A claimant sets the
  * word's contended bit, which sends every acquire and release of the budget
  * to the lock, where the withholding is respected; while no waiter claims
- * the budget, acquires and releases are single atomic steps on the word.
+ * the budget, acquires and releases are single atomic steps on the word. A
+ * thread asleep in its barging window sets the sleepers bit instead, which
+ * sends only releases to the lock, to wake it.
  */
 #include "grant.h"
 
@@ -36,6 +38,13 @@ void cq__budget_contend(struct cq__res *r, bool contended) {
     atomic_fetch_or_explicit(&r->word, CQ__W_CONTENDED, memory_order_acq_rel);
   else
     atomic_fetch_and_explicit(&r->word, ~CQ__W_CONTENDED, memory_order_acq_rel);
+}
+
+void cq__budget_sleepers(struct cq__res *r, bool sleepers) {
+  if (sleepers)
+    atomic_fetch_or_explicit(&r->word, CQ__W_SLEEPERS, memory_order_acq_rel);
+  else
+    atomic_fetch_and_explicit(&r->word, ~CQ__W_SLEEPERS, memory_order_acq_rel);
 }
 
 int cq__budget_remove(struct cq__res *r) {
@@ -113,7 +122,7 @@ undo:;
         &r->word, &w, w - back, memory_order_acq_rel, memory_order_relaxed));
     if (back == held)
       *uncounted |= 1u << i;
-    sweep |= (w & CQ__W_CONTENDED) != 0;
+    sweep |= (w & (CQ__W_CONTENDED | CQ__W_SLEEPERS)) != 0;
   }
   return sweep ? -1 : 0;
 }
@@ -124,7 +133,7 @@ bool cq__budget_fast_give(struct cq__grant *g) {
     uint64_t w = atomic_fetch_sub_explicit(&g->it[i].res->word,
                                            (uint64_t)g->it[i].u.hold.held,
                                            memory_order_acq_rel);
-    sweep |= (w & CQ__W_CONTENDED) != 0;
+    sweep |= (w & (CQ__W_CONTENDED | CQ__W_SLEEPERS)) != 0;
   }
   return sweep;
 }

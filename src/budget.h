@@ -5,8 +5,11 @@
  *
  * The word, updated with single atomic operations:
  *   bits  0..39  units in use
- *   bits 40..60  grants made without the lock, not yet moved into
+ *   bits 40..59  grants made without the lock, not yet moved into
  *                grants_total (moved under the lock before the field fills)
+ *   bit  60      sleepers: a blocked acquire sleeps in its barging window
+ *                (queue.c) and names this budget; acquires may still skip
+ *                the lock, but releases must take it to wake one
  *   bit  61      lone: a lone request holds the budget; nothing else may be
  *                granted on it, whatever the units and the capacity
  *   bit  62      removed: the resource is gone, every acquire must fail
@@ -28,17 +31,18 @@
 #include "resource.h"
 
 #ifndef CQ_HARVEST_SHIFT
-#define CQ_HARVEST_SHIFT 19
+#define CQ_HARVEST_SHIFT 18
 #endif
 #define CQ__W_USED_MASK ((UINT64_C(1) << 40) - 1)
 #define CQ__W_COUNT_SHIFT 40
-#define CQ__W_COUNT_BITS 21
+#define CQ__W_COUNT_BITS 20
 #define CQ__W_COUNT_ONE (UINT64_C(1) << CQ__W_COUNT_SHIFT)
 #define CQ__W_COUNT_MASK                                                       \
   (((UINT64_C(1) << CQ__W_COUNT_BITS) - 1) << CQ__W_COUNT_SHIFT)
 #define CQ__W_COUNT_HARVEST                                                    \
   (UINT64_C(1) << CQ_HARVEST_SHIFT)                      /* moved at a time */
 #define CQ__W_COUNT_FAST_LIMIT (CQ__W_COUNT_HARVEST * 2) /* lock-free below */
+#define CQ__W_SLEEPERS (UINT64_C(1) << 60)
 #define CQ__W_LONE (UINT64_C(1) << 61)
 #define CQ__W_REMOVED (UINT64_C(1) << 62)
 #define CQ__W_CONTENDED (UINT64_C(1) << 63)
@@ -48,7 +52,7 @@ _Static_assert(CQ_BUDGET_MAX == (int64_t)CQ__W_USED_MASK,
 _Static_assert(CQ__W_COUNT_FAST_LIMIT <=
                    (CQ__W_COUNT_MASK >> CQ__W_COUNT_SHIFT),
                "the count field holds every value up to the fast limit");
-_Static_assert(CQ_HARVEST_SHIFT >= 1 && CQ_HARVEST_SHIFT <= 19,
+_Static_assert(CQ_HARVEST_SHIFT >= 1 && CQ_HARVEST_SHIFT <= 18,
                "the harvest threshold fits the count field");
 
 static inline int64_t cq__w_used(uint64_t w) {
@@ -107,6 +111,8 @@ bool cq__budget_take(struct cq__res *r, int64_t need, bool lone);
 void cq__budget_put(struct cq__res *r, int64_t amount, bool lone_ends);
 /* Set or clear the contended bit (a first claim came, the last went). */
 void cq__budget_contend(struct cq__res *r, bool contended);
+/* Set or clear the sleepers bit (a first sleeper came, the last went). */
+void cq__budget_sleepers(struct cq__res *r, bool sleepers);
 /* Mark the budget removed while nothing is held, in the step lock-free
  * acquires check. 0 or CQ_EINUSE. */
 int cq__budget_remove(struct cq__res *r);

@@ -8,16 +8,15 @@
  * grants released without it (the policy's lock-free clause).
  *
  * Whoever makes a waiting grant leave that state tells its owner: a blocked
- * thread is posted on its own semaphore (no broadcast, so a thread wakes
- * only for its own outcome), a callback is queued and run after the lock
- * is dropped.
+ * thread is unparked (util/parker.h; no broadcast, so a thread wakes only
+ * for its own outcome, or when nudged to try again in its barging window),
+ * a callback is queued and run after the lock is dropped.
  */
 #include "pool.h"
 
 #include "place.h"
 #include "validate.h"
 
-#include <sched.h>
 #include <string.h>
 
 size_t cq_grant_size(void) { return sizeof(cq_grant); }
@@ -162,39 +161,53 @@ int cq_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
   if (deadline_ms != CQ_NEVER && cq__pool_now(pool) >= deadline_ms)
     return finish(pool, &o, CQ_ETIMEDOUT);
 
-  struct cq__waitsync sync;
-  atomic_init(&sync.signalling, false);
-  if (sem_init(&sync.sem, 0, 0) != 0)
-    return finish(pool, &o, CQ_ESYS);
-  bool self_timed =
-      !(pool->flags & CQ_POOL_MANUAL_TIMERS) && deadline_ms != CQ_NEVER;
+  cq__parker *park = cq__parker_self();
+  if (park == NULL)
+    return finish(pool, &o, CQ_ENOMEM);
+  bool self_timed = !(pool->flags & CQ_POOL_MANUAL_TIMERS);
   g->style = CQ__STYLE_BLOCKING;
-  g->sync = &sync;
-  cq__policy_enqueue(pool, g, deadline_ms, &o);
+  g->park = park;
+  atomic_store_explicit(&g->posted, 0, memory_order_relaxed);
+  int64_t window_end = CQ_NEVER;
+  if (pool->q.barge_ms > 0) {
+    cq__policy_sleep(pool, g, deadline_ms, &o);
+    if (!cq__policy_asleep(g, &window_end))
+      window_end = CQ_NEVER;
+  } else {
+    cq__policy_enqueue(pool, g, deadline_ms, &o);
+  }
   CQ__POLICY_CHECK(pool);
   cq__mutex_unlock(&pool->lock);
-  cq__outbox_wake(&o); /* this very thread, if it fit after all */
+  cq__outbox_flush(&o); /* this very thread, if it fit after all */
+  cq__outbox_init(&o, pool);
 
-  /* One post per attempt, by whoever decides its outcome. */
-  while (cq__sem_wait(&sync.sem, self_timed ? deadline_ms : CQ_NEVER) != 0) {
-    if (!self_timed || cq_now() < deadline_ms)
-      continue; /* a signal, or woken a little early */
-    /* Our deadline passed: leave, unless someone decided meanwhile; either
-     * way the post follows. */
+  /* One post per attempt, by whoever decides its outcome. Until then the
+   * thread wakes when nudged to try again, and by itself at its deadline
+   * and at the end of its barging window. */
+  while (!atomic_load_explicit(&g->posted, memory_order_acquire)) {
+    int64_t until = CQ_NEVER;
+    if (self_timed)
+      until = deadline_ms < window_end ? deadline_ms : window_end;
+    (void)cq__parker_park(park, until);
+    if (atomic_load_explicit(&g->posted, memory_order_acquire))
+      break;
     cq__mutex_lock(&pool->lock);
-    if (cq__gstate(g) == CQ__G_WAITING)
-      cq__policy_leave(pool, g, CQ_ETIMEDOUT, &o);
+    if (cq__gstate(g) == CQ__G_WAITING) {
+      if (self_timed && deadline_ms != CQ_NEVER && cq_now() >= deadline_ms)
+        cq__policy_leave(pool, g, CQ_ETIMEDOUT, &o);
+      else
+        cq__policy_woken(pool, g, &o);
+      if (cq__gstate(g) != CQ__G_WAITING || !cq__policy_asleep(g, &window_end))
+        window_end = CQ_NEVER;
+    }
     CQ__POLICY_CHECK(pool);
     cq__mutex_unlock(&pool->lock);
-    cq__outbox_wake(&o); /* this thread (timed out) and any it granted */
+    /* This thread, if decided, and whoever its turn granted: their
+     * callbacks run now, not once this thread's own wait is over. */
+    cq__outbox_flush(&o);
+    cq__outbox_init(&o, pool);
   }
-  /* The post came after the outcome was written; the poster may still be
-   * inside sem_post(). */
-  while (atomic_load_explicit(&sync.signalling, memory_order_acquire))
-    sched_yield();
   rc = cq__gstate(g) == CQ__G_HELD ? 0 : g->status;
-  g->sync = NULL;
-  (void)sem_destroy(&sync.sem);
   cq__outbox_flush(&o);
   return rc;
 }

@@ -15,6 +15,7 @@
 
 #include "budget.h"
 #include "request.h"
+#include "util/parker.h"
 #include "util/platform.h"
 
 enum cq__gstate {
@@ -46,19 +47,6 @@ struct cq__gitem {
   uint8_t mode;        /* enum cq__mode, copied from the request */
 };
 
-/*
- * A blocked thread waits on a semaphore of its own, not on the pool's lock:
- * whoever decides its outcome posts it after dropping the pool lock, and
- * the woken thread returns without waiting for any lock (a semaphore wakes
- * in one futex call, and none when the thread had not yet gone to sleep).
- * `signalling` is set from just before the post to just after it, and the
- * thread waits for it to clear before freeing the semaphore.
- */
-struct cq__waitsync {
-  sem_t sem;
-  _Atomic bool signalling;
-};
-
 struct cq__grant {
   /* The header, at the same place for every kind of pool: which pool the
    * grant was last bound to (cronoq_backend.h). */
@@ -87,7 +75,14 @@ struct cq__grant {
   int32_t status; /* outcome of the last finished attempt */
   cq_grant_cb cb;
   struct cq__grant *ready_next; /* callback dispatch list, or wake list */
-  struct cq__waitsync *sync;    /* blocking waiter's semaphore */
+  /* A blocked thread parks on its thread's parker; whoever decides its
+   * outcome sets `posted`, after the lock is dropped, and then unparks it.
+   * The thread returns only once `posted` is set, so the poster never
+   * touches the grant after that; the parker outlives every thread. */
+  cq__parker *park;
+  _Atomic uint8_t posted;
+  uint8_t asleep;     /* in its barging window (queue.c) */
+  int64_t wake_until; /* asleep: when the window ends */
   int64_t deadline_ms;
   int64_t t_enqueue; /* when it started waiting, on the pool's clock */
   cq__rbnode dnode;  /* waiting with a finite deadline: pool deadline tree */

@@ -129,7 +129,8 @@ int cq_pool_room(cq_pool *pool, const char *job_class, cq_room *out) {
       return CQ_ENOENT;
     }
   }
-  bool idle = pool->q.n_waiters == 0, all_lone = true, exhausted = false;
+  bool idle = pool->q.n_waiters + pool->q.n_sleepers == 0, all_lone = true,
+       exhausted = false;
   size_t limited = 0;
   for (int pass = 0; pass < 2; pass++) { /* device pools first */
     for (uint32_t s = 0; s < pool->tab.n_slots; s++) {

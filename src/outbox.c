@@ -29,10 +29,14 @@ void cq__outbox_wake(struct cq__outbox *o) {
   while (o->wake != NULL) {
     struct cq__grant *g = o->wake;
     o->wake = g->ready_next;
-    struct cq__waitsync *w = g->sync;
-    atomic_store_explicit(&w->signalling, true, memory_order_relaxed);
-    (void)sem_post(&w->sem);
-    atomic_store_explicit(&w->signalling, false, memory_order_release);
+    cq__parker *park = g->park;
+    /* From here on g may be gone: its thread can return. */
+    atomic_store_explicit(&g->posted, 1, memory_order_release);
+    cq__parker_unpark(park);
+  }
+  if (o->nudge != NULL) {
+    cq__parker_unpark(o->nudge);
+    o->nudge = NULL;
   }
 }
 

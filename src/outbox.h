@@ -12,6 +12,7 @@
 #define CRONOQ_OUTBOX_H
 
 #include "util/base.h"
+#include "util/parker.h"
 
 struct cq__grant;
 
@@ -20,6 +21,7 @@ struct cq__outbox {
   struct cq__grant *ready_head; /* callbacks to run, in order */
   struct cq__grant **ready_tail;
   struct cq__grant *wake; /* blocked threads to wake */
+  cq__parker *nudge;      /* a sleeping thread to wake, to try again */
 };
 
 static inline void cq__outbox_init(struct cq__outbox *o, cq_pool *p) {
@@ -27,11 +29,12 @@ static inline void cq__outbox_init(struct cq__outbox *o, cq_pool *p) {
   o->ready_head = NULL;
   o->ready_tail = &o->ready_head;
   o->wake = NULL;
+  o->nudge = NULL;
 }
 
 /* Whether anything waits to be delivered. */
 static inline bool cq__outbox_pending(const struct cq__outbox *o) {
-  return o->ready_head != NULL || o->wake != NULL;
+  return o->ready_head != NULL || o->wake != NULL || o->nudge != NULL;
 }
 
 /* The outcome of g's attempt is decided (g->status, its state): wake its
@@ -41,10 +44,11 @@ void cq__outbox_post(struct cq__outbox *o, struct cq__grant *g);
 void cq__outbox_call(struct cq__outbox *o, struct cq__grant *g);
 
 /*
- * Wake the blocked threads whose outcome was decided. Done after the pool
- * lock is dropped, so that a woken thread does not at once queue for it
- * behind the thread that woke it. Safe: a woken thread returns (and frees
- * its semaphore) only after it is posted, which this does.
+ * Wake the blocked threads whose outcome was decided, and the one nudged.
+ * Done after the pool lock is dropped, so that a woken thread does not at
+ * once queue for it behind the thread that woke it. Safe: a woken thread
+ * returns only once its grant is marked posted, which this does last of
+ * all it does with the grant; parkers are never freed.
  */
 void cq__outbox_wake(struct cq__outbox *o);
 

@@ -33,7 +33,18 @@ struct cq__queue {
   uint64_t waited_grants;    /* grants to requests that had waited */
   uint64_t wakeups;          /* blocked threads signalled */
   struct cq__res *dirty;     /* resources freed since the last sweep */
-  cq__rbtree deadlines;      /* waiters with a finite deadline */
+  cq__rbtree deadlines;      /* waiters with a finite deadline, sleepers too */
+
+  /* Bounded barging (queue.c): blocking acquires asleep in their window,
+   * by arrival, linked through qprev/qnext. They claim nothing. */
+  int64_t barge_ms; /* the window; 0: none, every waiter claims at once */
+  struct cq__grant *sleepers;
+  struct cq__grant *sleepers_tail;
+  uint64_t n_sleepers;
+  struct cq__grant *nudged; /* the one sleeper woken to try again */
+  bool nudge;               /* units came back that a sleeper may fit in */
+  uint64_t converted;       /* sleepers that outslept the window */
+  struct cq__grant *self;   /* the waiter whose own thread is in the policy */
 };
 
 /* The pool's part for backfill (backfill.c): hold limits and the head's
@@ -57,8 +68,9 @@ struct cq__bf {
 /* Attempts                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* Set up the policy's parts of a new pool. */
-void cq__policy_init(cq_pool *p);
+/* Set up the policy's parts of a new pool, with a barging window of
+ * `barge_ms` for blocking acquires (0: none). */
+void cq__policy_init(cq_pool *p, int64_t barge_ms);
 /* Bind a fresh attempt of `req` to g and give it the next arrival. */
 void cq__policy_bind(cq_pool *p, struct cq__grant *g,
                      const struct cq__req *req);
@@ -71,6 +83,20 @@ bool cq__policy_arrive(cq_pool *p, struct cq__grant *g);
  * release raced its arrival; then its outcome is in `o`. */
 void cq__policy_enqueue(cq_pool *p, struct cq__grant *g, int64_t deadline_ms,
                         struct cq__outbox *o);
+/* The arrival, a blocking acquire, did not fit on a pool with a barging
+ * window: it sleeps without claiming anything, so that running threads may
+ * take what comes free, and one release at a time wakes one sleeper that
+ * fits to try again; once its window has passed it waits as
+ * cq__policy_enqueue() has it, in its place by arrival. It may be granted
+ * at once, when a release raced its arrival; then its outcome is in `o`. */
+void cq__policy_sleep(cq_pool *p, struct cq__grant *g, int64_t deadline_ms,
+                      struct cq__outbox *o);
+/* The thread of waiting g woke (nudged, or at the end of its window):
+ * asleep, g tries again as a new arrival would, and once its window has
+ * passed, claims its place. */
+void cq__policy_woken(cq_pool *p, struct cq__grant *g, struct cq__outbox *o);
+/* Whether waiting g is asleep in its window, and when the window ends. */
+bool cq__policy_asleep(const struct cq__grant *g, int64_t *until);
 /* A waiter leaves with `status` (CQ_ECANCELED, CQ_ETIMEDOUT, CQ_ECLOSED):
  * it is told, and whoever now fits is granted. */
 void cq__policy_leave(cq_pool *p, struct cq__grant *g, int status,
@@ -90,8 +116,9 @@ void cq__policy_give_back(cq_pool *p, struct cq__grant *g, unsigned i,
 void cq__policy_give_back_device(cq_pool *p, struct cq__grant *g, unsigned i,
                                  uint32_t index, int64_t milli,
                                  struct cq__outbox *o);
-/* A lock-free release found one of its budgets contended: the waiters
- * blocked there are looked at again. */
+/* A lock-free release found one of its budgets contended, or named by a
+ * sleeper: the waiters blocked there are looked at again, and a sleeper
+ * may be woken. */
 void cq__policy_fast_released(cq_pool *p, struct cq__grant *g,
                               struct cq__outbox *o);
 /* A lock-free attempt gave back what it had taken: the counts it left to
@@ -111,10 +138,11 @@ void cq__policy_fast_failed(cq_pool *p, const struct cq__req *req,
 void cq__policy_capacity_changed(cq_pool *p, struct cq__res *r, bool tighter,
                                  struct cq__outbox *o);
 /* Time is `now`: hold limits that ended go overdue, waiters whose deadline
- * passed leave, and whoever then fits is granted. */
+ * passed leave, sleepers whose window passed claim their place, and
+ * whoever then fits is granted. */
 void cq__policy_expire(cq_pool *p, int64_t now, struct cq__outbox *o);
-/* The earliest waiter deadline or hold-limit end still pending, or
- * CQ_NEVER. */
+/* The earliest waiter deadline or hold-limit end still pending (on a pool
+ * with manual timers also the end of a sleeper's window), or CQ_NEVER. */
 int64_t cq__policy_next_deadline(const cq_pool *p);
 /* The pool closes: every waiter leaves with CQ_ECLOSED. */
 void cq__policy_close(cq_pool *p, struct cq__outbox *o);
@@ -146,8 +174,9 @@ static inline int cq__policy_fast_acquire(struct cq__grant *g,
                                           uint32_t *uncounted) {
   return cq__budget_fast_take(g, req, uncounted);
 }
-/* Release a lock-free grant without the lock; true when a contended budget
- * got units back: then cq__policy_fast_released() must follow. */
+/* Release a lock-free grant without the lock; true when a contended budget,
+ * or one a sleeper names, got units back: then cq__policy_fast_released()
+ * must follow. */
 static inline bool cq__policy_fast_release(struct cq__grant *g) {
   return cq__budget_fast_give(g);
 }

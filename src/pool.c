@@ -3,20 +3,21 @@
  * figures.
  *
  * Timers. Every waiter with a finite deadline sits in the policy's deadline
- * tree. A blocking waiter times itself out with a timed wait on its own
- * semaphore. A callback waiter has no thread of its own, so the pool starts
- * one timer thread the first time such a waiter parks (or a grant with a
- * hold limit is made); it sleeps until the earliest deadline or limit end
- * and lets the policy expire what is due. With CQ_POOL_MANUAL_TIMERS nothing
- * times out by itself: cq_pool_expire(), called by the host, is the only way
- * deadlines pass and limits end.
+ * tree. A blocking waiter times itself out with a timed park, and ends its
+ * barging window the same way. A callback waiter has no thread of its own, so
+ * the pool starts one timer thread the first time such a waiter parks (or a
+ * grant with a hold limit is made); it sleeps until the earliest deadline or
+ * limit end and lets the policy expire what is due. With CQ_POOL_MANUAL_TIMERS
+ * nothing times out by itself: cq_pool_expire(), called by the host, is the
+ * only way deadlines pass and limits end.
  */
 #include "pool.h"
 
 #include <string.h>
 
 #define KNOWN_FLAGS                                                            \
-  (CQ_POOL_STAGED_CLAIMS | CQ_POOL_MANUAL_TIMERS | CQ_POOL_BACKFILL)
+  (CQ_POOL_STAGED_CLAIMS | CQ_POOL_MANUAL_TIMERS | CQ_POOL_BACKFILL |          \
+   CQ_POOL_STRICT_ORDER)
 
 /* The timer thread's work, with the lock held: expire what is due, deliver
  * it without the lock, again until nothing more is due. */
@@ -45,6 +46,8 @@ int cq_pool_create(cq_pool **out, const cq_pool_config *cfg) {
     return CQ_EINVAL;
   if (cfg->clock != NULL && !(cfg->flags & CQ_POOL_MANUAL_TIMERS))
     return CQ_EINVAL;
+  if (cfg->barge_ms < 0 || cfg->barge_ms > CQ_BARGE_MAX_MS)
+    return CQ_EINVAL;
   for (size_t i = 0; i < sizeof(cfg->reserved_) / sizeof(cfg->reserved_[0]);
        i++)
     if (cfg->reserved_[i] != 0)
@@ -62,7 +65,9 @@ int cq_pool_create(cq_pool **out, const cq_pool_config *cfg) {
   p->clock = cfg->clock;
   p->clock_arg = cfg->clock_arg;
   p->data = cfg->data;
-  cq__policy_init(p);
+  cq__policy_init(p, (cfg->flags & CQ_POOL_STRICT_ORDER) ? 0
+                     : cfg->barge_ms != 0                ? cfg->barge_ms
+                                                         : CQ_BARGE_DEFAULT_MS);
   if (cq__events_init(&p->ev, &alloc, cfg->on_event, cfg->event_arg,
                       cfg->event_buffer) != 0) {
     cq__free(&alloc, p);
@@ -118,7 +123,8 @@ int cq_pool_destroy(cq_pool *pool) {
   for (uint32_t i = 0; i < pool->tab.n_slots; i++)
     if (pool->tab.res[i] != NULL && cq__res_used(pool->tab.res[i]) != 0)
       held = true;
-  int rc = pool->q.n_waiters != 0 || held    ? CQ_EINUSE
+  bool waiting = pool->q.n_waiters != 0 || pool->q.n_sleepers != 0;
+  int rc = waiting || held                   ? CQ_EINUSE
            : cq__timer_is_self(&pool->timer) ? CQ_ESTATE
                                              : 0;
   cq__mutex_unlock(&pool->lock);

@@ -61,6 +61,17 @@
  * has the waiters there examined (cq__policy_fast_released()). With an
  * event hook or backfill every acquire and release takes the lock.
  *
+ * Bounded barging. A blocking acquire that does not fit first sleeps for up
+ * to the pool's window T without claiming (a *sleeper*): what comes back
+ * stays in the pool for whoever runs, and each release wakes one sleeper
+ * that fits (nudge_one(), one outstanding at a time) to try again as a new
+ * arrival would, withholdings and reservations respected. A sleeper names
+ * its budgets with the sleepers bit, so that lock-free releases come here
+ * to wake it, while lock-free acquires still go past it. After T it claims
+ * its place by its arrival (sleeper_claims()) and is a waiter like any
+ * other. So a blocking acquire can be overtaken only during its first T.
+ * Callback waiters and backfill pools have no window.
+ *
  * The backfill exception (CQ_POOL_BACKFILL, backfill.c). The head is the
  * oldest waiter and its shadow time S the earliest moment it would fit by
  * the holders' declared hold limits. A younger request with a limit that is
@@ -204,17 +215,18 @@ static int64_t reserved_for_backfill(const struct cq__res *r, uint64_t seq,
   return dev_want(c);
 }
 
-/* How many devices of r a request g may not use: what the older claimers
- * reserve, or when backfilling past `ignore` what backfill respects. */
-static int64_t reserved_for(const struct cq__res *r, const struct cq__grant *g,
+/* How many devices of r a request of arrival `seq` may not use: what the
+ * older claimers reserve, or when backfilling past `ignore` what backfill
+ * respects. */
+static int64_t reserved_for(const struct cq__res *r, uint64_t seq,
                             const struct cq__grant *ignore) {
-  return ignore != NULL ? reserved_for_backfill(r, g->seq, ignore)
-                        : reserved_before(r, g->seq);
+  return ignore != NULL ? reserved_for_backfill(r, seq, ignore)
+                        : reserved_before(r, seq);
 }
 
 uint64_t cq__excl_for(struct cq__res *r, const struct cq__grant *g,
                       const struct cq__grant *ignore) {
-  return cq__dev_reserve(r, reserved_for(r, g, ignore));
+  return cq__dev_reserve(r, reserved_for(r, g->seq, ignore));
 }
 
 uint64_t cq__policy_reservation(struct cq__res *r) {
@@ -248,33 +260,40 @@ int64_t cq__policy_open(const struct cq__res *r) {
   return budget_offer(r, UINT64_MAX, NULL);
 }
 
-/* Whether item i of g fits what its resource offers g, with the
- * withholding of `ignore` (the head, when backfilling) disregarded. */
-static bool covered_as(const struct cq__grant *g, unsigned i,
+/* Whether item i of g fits what its resource offers a request of arrival
+ * `seq` (g's own, or UINT64_MAX for a sleeper, which tries as a new
+ * arrival), with the withholding of `ignore` (the head, when backfilling)
+ * disregarded. */
+static bool covered_at(const struct cq__grant *g, unsigned i, uint64_t seq,
                        const struct cq__grant *ignore) {
   struct cq__res *r = g->it[i].res;
   if (r->kind == CQ__RES_DEVICES) {
     /* Once every online device is reserved nothing is left to use. */
-    int64_t count = reserved_for(r, g, ignore);
+    int64_t count = reserved_for(r, seq, ignore);
     return count < (int64_t)r->n_online &&
            cq__dev_fits(r, g->it[i].mode, cq__item_need(g, i),
                         cq__dev_reserve(r, count));
   }
-  return cq__item_need(g, i) <= budget_offer(r, g->seq, ignore);
+  return cq__item_need(g, i) <= budget_offer(r, seq, ignore);
 }
 
 static bool covered(const struct cq__grant *g, unsigned i) {
-  return covered_as(g, i, NULL);
+  return covered_at(g, i, g->seq, NULL);
 }
 
-/* Whether g is covered on every item, with `ignore`'s withholding
- * disregarded. */
-static bool covered_all(const struct cq__grant *g,
-                        const struct cq__grant *ignore) {
+/* Whether g is covered on every item at arrival `seq`, with `ignore`'s
+ * withholding disregarded. */
+static bool covered_all_at(const struct cq__grant *g, uint64_t seq,
+                           const struct cq__grant *ignore) {
   for (unsigned i = 0; i < g->n_items; i++)
-    if (!covered_as(g, i, ignore))
+    if (!covered_at(g, i, seq, ignore))
       return false;
   return true;
+}
+
+static bool covered_all(const struct cq__grant *g,
+                        const struct cq__grant *ignore) {
+  return covered_all_at(g, g->seq, ignore);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -300,6 +319,8 @@ static void units_returned(cq_pool *p, struct cq__res *r, uint64_t after_seq) {
   if (r->blocked.count != 0 || ((p->flags & CQ_POOL_BACKFILL) &&
                                 p->q.head != NULL && p->q.head->qnext != NULL))
     mark_dirty(p, r, after_seq);
+  if (r->n_sleepers != 0)
+    p->q.nudge = true;
 }
 
 /*
@@ -405,13 +426,14 @@ static void count_held(cq_pool *p, struct cq__grant *g, int delta) {
 
 /*
  * Take every unit g asks for, or none; devices[i] receives where device
- * items were placed, with the reservations of `ignore` (the head, when
- * backfilling) disregarded. Under the lock a contended budget only ever gains
+ * items were placed, as for a request of arrival `seq`, with the
+ * reservations of `ignore` (the head, when backfilling) disregarded. Under
+ * the lock a contended budget only ever gains
  * free units, and device pools change only under the lock, so what covered()
  * saw is still there; an uncontended budget may have been taken by a lock-free
  * acquire meanwhile, and then this fails and the caller examines g again.
  */
-static bool take_units(struct cq__grant *g, int32_t *devices,
+static bool take_units(struct cq__grant *g, int32_t *devices, uint64_t seq,
                        const struct cq__grant *ignore) {
   /* Budgets first: only they can fail. */
   for (unsigned i = 0; i < g->n_items; i++) {
@@ -427,8 +449,9 @@ static bool take_units(struct cq__grant *g, int32_t *devices,
   for (unsigned i = 0; i < g->n_items; i++) {
     struct cq__res *r = g->it[i].res;
     if (r->kind == CQ__RES_DEVICES)
-      devices[i] = cq__dev_take(r, g->it[i].mode, cq__item_need(g, i),
-                                cq__excl_for(r, g, ignore));
+      devices[i] =
+          cq__dev_take(r, g->it[i].mode, cq__item_need(g, i),
+                       cq__dev_reserve(r, reserved_for(r, seq, ignore)));
   }
   return true;
 }
@@ -477,8 +500,10 @@ static void give_back(cq_pool *p, struct cq__grant *g, unsigned i,
 static void examine(cq_pool *p, struct cq__grant *g, struct cq__outbox *o);
 static void sweep(cq_pool *p, struct cq__outbox *o);
 
-void cq__policy_init(cq_pool *p) {
+void cq__policy_init(cq_pool *p, int64_t barge_ms) {
   p->q.next_seq = 1;
+  /* Backfill's shadow time counts on every waiter's place: no window. */
+  p->q.barge_ms = (p->flags & CQ_POOL_BACKFILL) ? 0 : barge_ms;
   cq__bf_init(&p->bf);
 }
 
@@ -525,7 +550,7 @@ bool cq__policy_arrive(cq_pool *p, struct cq__grant *g) {
     if (h == NULL || !covered_all(g, h) || !cq__bf_allows(p, g, now))
       return false;
   }
-  if (!take_units(g, devices, h))
+  if (!take_units(g, devices, g->seq, h))
     return false;
   hold_units(p, g, devices, now);
   if (h != NULL)
@@ -546,50 +571,78 @@ static void queue_unlink(cq_pool *p, struct cq__grant *g) {
   g->qprev = g->qnext = NULL;
 }
 
-void cq__policy_enqueue(cq_pool *p, struct cq__grant *g, int64_t deadline_ms,
-                        struct cq__outbox *o) {
-  g->deadline_ms = deadline_ms;
-  g->qprev = p->q.tail;
-  g->qnext = NULL;
-  if (p->q.tail != NULL)
-    p->q.tail->qnext = g;
+/* Link g into the queue in arrival order: at the tail for a new arrival,
+ * further in for a sleeper that claims its place. */
+static void queue_link(cq_pool *p, struct cq__grant *g) {
+  struct cq__grant *after = p->q.tail;
+  while (after != NULL && after->seq > g->seq)
+    after = after->qprev;
+  g->qprev = after;
+  g->qnext = after != NULL ? after->qnext : p->q.head;
+  if (g->qnext != NULL)
+    g->qnext->qprev = g;
+  else
+    p->q.tail = g;
+  if (after != NULL)
+    after->qnext = g;
   else
     p->q.head = g;
-  p->q.tail = g;
   p->q.n_waiters++;
   g->limited_waiter = g->req->limit_ms > 0;
   p->bf.candidates += g->limited_waiter;
+}
+
+/* What every waiter, asleep or queued, starts with. */
+static void start_waiting(cq_pool *p, struct cq__grant *g,
+                          int64_t deadline_ms) {
+  g->deadline_ms = deadline_ms;
   g->t_enqueue = cq__pool_now(p);
   for (unsigned i = 0; i < g->n_items; i++)
     g->it[i].res->n_waiting++;
-
-  /* Block on the first item for now; examine() moves g to its real
-   * blocker, or grants it if lock-free releases freed enough meanwhile. */
-  block_on(g, 0);
   if (g->deadline_ms != CQ_NEVER)
     cq__rb_insert(&p->q.deadlines, &g->dnode, deadline_cmp);
   cq__gstate_set(g, CQ__G_WAITING);
   cq__event(p, CQ_EVENT_PARKED, g, NULL, 0);
+}
+
+void cq__policy_enqueue(cq_pool *p, struct cq__grant *g, int64_t deadline_ms,
+                        struct cq__outbox *o) {
+  queue_link(p, g);
+  start_waiting(p, g, deadline_ms);
+  /* Block on the first item for now; examine() moves g to its real
+   * blocker, or grants it if lock-free releases freed enough meanwhile. */
+  block_on(g, 0);
   examine(p, g, o);
 }
 
 /* Take g out of every waiting structure (claims included). */
+static void sleeper_unlink(cq_pool *p, struct cq__grant *g);
+
 static void dequeue(cq_pool *p, struct cq__grant *g) {
   CQ__ASSERT(cq__gstate(g) == CQ__G_WAITING);
-  drop_claims(p, g);
-  unblock(g);
   if (g->deadline_ms != CQ_NEVER)
     cq__rb_remove(&p->q.deadlines, &g->dnode);
   for (unsigned i = 0; i < g->n_items; i++)
     g->it[i].res->n_waiting--;
+  if (g->asleep) {
+    sleeper_unlink(p, g);
+    return;
+  }
+  drop_claims(p, g);
+  unblock(g);
   queue_unlink(p, g);
   p->q.n_waiters--;
   p->bf.candidates -= g->limited_waiter;
   g->limited_waiter = 0;
 }
 
-/* Tell a waiter its attempt is over: wake its thread or queue its callback. */
+/* Tell a waiter its attempt is over: wake its thread or queue its callback.
+ * A thread that decided its own outcome (p->q.self) is awake already. */
 static void notify(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
+  if (g == p->q.self) {
+    atomic_store_explicit(&g->posted, 1, memory_order_relaxed);
+    return;
+  }
   if (g->style == CQ__STYLE_BLOCKING)
     p->q.wakeups++;
   cq__outbox_post(o, g);
@@ -641,10 +694,15 @@ void cq__policy_leave(cq_pool *p, struct cq__grant *g, int status,
 /* Units coming back                                                         */
 /* ------------------------------------------------------------------------ */
 
-/* End an event that may have left resources to walk. */
+static void nudge_one(cq_pool *p, struct cq__outbox *o);
+
+/* End an event that may have left resources to walk, or a sleeper to
+ * wake. */
 static void settle(cq_pool *p, struct cq__outbox *o) {
   if (p->q.dirty != NULL)
     sweep(p, o);
+  else
+    nudge_one(p, o);
 }
 
 void cq__policy_release(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
@@ -705,8 +763,7 @@ void cq__policy_give_back_device(cq_pool *p, struct cq__grant *g, unsigned i,
 void cq__policy_fast_released(cq_pool *p, struct cq__grant *g,
                               struct cq__outbox *o) {
   for (unsigned i = 0; i < g->n_items; i++)
-    if (g->it[i].res->blocked.count != 0)
-      mark_dirty(p, g->it[i].res, 0);
+    units_returned(p, g->it[i].res, 0);
   settle(p, o);
 }
 
@@ -718,11 +775,125 @@ void cq__policy_fast_failed(cq_pool *p, const struct cq__req *req,
       req->items[i].res->grants_total--; /* harvested before it was undone */
   if (!contended)
     return;
-  /* Units taken for a moment went back to a contended budget. */
+  /* Units taken for a moment went back to a contended budget, or one a
+   * sleeper names. */
   for (unsigned i = 0; i < req->n_items; i++)
-    if (req->items[i].res->blocked.count != 0)
-      mark_dirty(p, req->items[i].res, 0);
+    units_returned(p, req->items[i].res, 0);
   sweep(p, o);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Bounded barging                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Count sleeper g on its resources (delta +1) or stop (-1); a budget's
+ * sleepers bit is set while any sleeper names it, so that lock-free
+ * releases come to the lock to wake one. */
+static void count_sleeper(struct cq__grant *g, int delta) {
+  for (unsigned i = 0; i < g->n_items; i++) {
+    struct cq__res *r = g->it[i].res;
+    r->n_sleepers += (uint64_t)(int64_t)delta;
+    if (r->kind != CQ__RES_DEVICES &&
+        r->n_sleepers == (delta > 0 ? UINT64_C(1) : UINT64_C(0)))
+      cq__budget_sleepers(r, delta > 0);
+  }
+}
+
+static void sleeper_unlink(cq_pool *p, struct cq__grant *g) {
+  if (g->qprev != NULL)
+    g->qprev->qnext = g->qnext;
+  else
+    p->q.sleepers = g->qnext;
+  if (g->qnext != NULL)
+    g->qnext->qprev = g->qprev;
+  else
+    p->q.sleepers_tail = g->qprev;
+  g->qprev = g->qnext = NULL;
+  p->q.n_sleepers--;
+  count_sleeper(g, -1);
+  g->asleep = 0;
+  if (p->q.nudged == g) { /* what it was woken for may fit another */
+    p->q.nudged = NULL;
+    p->q.nudge = true;
+  }
+}
+
+/* Sleeper g tries as a new arrival would: granted, or nothing changes. */
+static bool sleeper_try(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
+  int32_t devices[CQ_REQ_MAX_ITEMS];
+  if (!covered_all_at(g, UINT64_MAX, NULL) ||
+      !take_units(g, devices, UINT64_MAX, NULL))
+    return false;
+  grant_waiter(p, g, devices, o);
+  return true;
+}
+
+/* Sleeper g's window has passed: it claims its place by arrival, and waits
+ * as any waiter does. */
+static void sleeper_claims(cq_pool *p, struct cq__grant *g,
+                           struct cq__outbox *o) {
+  sleeper_unlink(p, g);
+  p->q.converted++;
+  queue_link(p, g);
+  block_on(g, 0);
+  examine(p, g, o);
+}
+
+/* Wake the oldest sleeper that fits, unless one is already on its way:
+ * one at a time, so that a release wakes one thread, not all. */
+static void nudge_one(cq_pool *p, struct cq__outbox *o) {
+  if (!p->q.nudge || p->q.nudged != NULL)
+    return;
+  p->q.nudge = false;
+  for (struct cq__grant *g = p->q.sleepers; g != NULL; g = g->qnext)
+    if (covered_all_at(g, UINT64_MAX, NULL)) {
+      p->q.nudged = g;
+      p->q.wakeups++;
+      o->nudge = g->park;
+      return;
+    }
+}
+
+void cq__policy_sleep(cq_pool *p, struct cq__grant *g, int64_t deadline_ms,
+                      struct cq__outbox *o) {
+  g->qnext = NULL;
+  g->qprev = p->q.sleepers_tail;
+  if (g->qprev != NULL)
+    g->qprev->qnext = g;
+  else
+    p->q.sleepers = g;
+  p->q.sleepers_tail = g;
+  p->q.n_sleepers++;
+  g->asleep = 1;
+  count_sleeper(g, +1);
+  start_waiting(p, g, deadline_ms);
+  g->wake_until = g->t_enqueue + p->q.barge_ms;
+  /* A lock-free release that ran before the sleepers bit was set did not
+   * come to the lock: look once more, now that it is. */
+  p->q.self = g;
+  sleeper_try(p, g, o);
+  p->q.self = NULL;
+}
+
+void cq__policy_woken(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
+  if (!g->asleep)
+    return; /* it claims its place already: the sweep grants it */
+  if (p->q.nudged == g)
+    p->q.nudged = NULL;
+  p->q.self = g;
+  if (!sleeper_try(p, g, o) && cq__pool_now(p) >= g->wake_until) {
+    sleeper_claims(p, g, o);
+    settle(p, o);
+  }
+  p->q.self = NULL;
+  /* What is left may fit another sleeper. */
+  p->q.nudge = p->q.n_sleepers != 0;
+  nudge_one(p, o);
+}
+
+bool cq__policy_asleep(const struct cq__grant *g, int64_t *until) {
+  *until = g->wake_until;
+  return g->asleep != 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -824,7 +995,7 @@ static void examine(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
     int first = claim_lacks(p, g);
     if (first < 0) {
       int32_t devices[CQ_REQ_MAX_ITEMS];
-      if (take_units(g, devices, NULL)) {
+      if (take_units(g, devices, g->seq, NULL)) {
         grant_waiter(p, g, devices, o);
         return;
       }
@@ -842,12 +1013,15 @@ static void examine(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
 /* Fail every waiter that can no longer ever fit (a capacity shrank, a
  * device went offline) with CQ_ENEVER. */
 static void fail_unsatisfiable(cq_pool *p, struct cq__outbox *o) {
-  struct cq__grant *g = p->q.head;
-  while (g != NULL) {
-    struct cq__grant *next = g->qnext;
-    if (cq__validate(g->req, g->msg) != 0)
-      leave(p, g, CQ_ENEVER, o);
-    g = next;
+  struct cq__grant *lists[2] = {p->q.head, p->q.sleepers};
+  for (int k = 0; k < 2; k++) {
+    struct cq__grant *g = lists[k];
+    while (g != NULL) {
+      struct cq__grant *next = g->qnext;
+      if (cq__validate(g->req, g->msg) != 0)
+        leave(p, g, CQ_ENEVER, o);
+      g = next;
+    }
   }
 }
 
@@ -900,7 +1074,7 @@ static bool backfill_pass(cq_pool *p, struct cq__outbox *o) {
     next = w->qnext;
     int32_t devices[CQ_REQ_MAX_ITEMS];
     if (w->req->limit_ms > 0 && covered_all(w, h) && cq__bf_allows(p, w, now) &&
-        take_units(w, devices, h)) {
+        take_units(w, devices, w->seq, h)) {
       grant_waiter(p, w, devices, o);
       p->bf.backfilled++;
       any = true;
@@ -915,6 +1089,7 @@ static void sweep(cq_pool *p, struct cq__outbox *o) {
   do
     sweep_once(p, o);
   while (backfill_pass(p, o) && p->q.dirty != NULL);
+  nudge_one(p, o);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -931,8 +1106,13 @@ void cq__policy_capacity_changed(cq_pool *p, struct cq__res *r, bool tighter,
    * here are looked at again. */
   if (r->blocked.count != 0)
     mark_dirty(p, r, 0);
+  if (r->n_sleepers != 0)
+    p->q.nudge = true;
   sweep(p, o);
 }
+
+static void sleeper_claims(cq_pool *p, struct cq__grant *g,
+                           struct cq__outbox *o);
 
 void cq__policy_expire(cq_pool *p, int64_t now, struct cq__outbox *o) {
   cq__limits_expire(p, now);
@@ -943,22 +1123,30 @@ void cq__policy_expire(cq_pool *p, int64_t now, struct cq__outbox *o) {
       break;
     leave(p, g, CQ_ETIMEDOUT, o);
   }
+  /* Sleepers went to sleep in arrival order, each for the same window. */
+  while (p->q.sleepers != NULL && p->q.sleepers->wake_until <= now)
+    sleeper_claims(p, p->q.sleepers, o);
   sweep(p, o);
 }
 
 int64_t cq__policy_next_deadline(const cq_pool *p) {
-  int64_t limit = cq__limits_first(p);
+  int64_t next = cq__limits_first(p);
   cq__rbnode *n = cq__rb_first(&p->q.deadlines);
-  if (n == NULL)
-    return limit;
-  int64_t d = CQ__CONTAINER_OF(n, struct cq__grant, dnode)->deadline_ms;
-  return d < limit ? d : limit;
+  if (n != NULL)
+    next =
+        min64(next, CQ__CONTAINER_OF(n, struct cq__grant, dnode)->deadline_ms);
+  /* With its own clock a sleeper wakes itself when its window ends. */
+  if ((p->flags & CQ_POOL_MANUAL_TIMERS) && p->q.sleepers != NULL)
+    next = min64(next, p->q.sleepers->wake_until);
+  return next;
 }
 
 void cq__policy_close(cq_pool *p, struct cq__outbox *o) {
   /* Everyone leaves; nobody is left to be granted, so no sweep. */
   while (p->q.head != NULL)
     leave(p, p->q.head, CQ_ECLOSED, o);
+  while (p->q.sleepers != NULL)
+    leave(p, p->q.sleepers, CQ_ECLOSED, o);
   for (struct cq__res *r = p->q.dirty; r != NULL; r = r->dirty_next)
     r->dirty = false;
   p->q.dirty = NULL;
@@ -1081,6 +1269,25 @@ void cq__policy_check(cq_pool *p, bool alone) {
   }
   CQ__ASSERT(prev == p->q.tail && n == p->q.n_waiters);
   CQ__ASSERT(candidates == p->bf.candidates);
+  /* The sleepers: by arrival, each for the same window, claiming nothing;
+   * the one nudged among them. */
+  uint64_t sleepers = 0;
+  bool nudged_found = p->q.nudged == NULL;
+  prev = NULL;
+  for (const struct cq__grant *g = p->q.sleepers; g != NULL; g = g->qnext) {
+    CQ__ASSERT(cq__gstate(g) == CQ__G_WAITING && g->asleep &&
+               g->style == CQ__STYLE_BLOCKING);
+    CQ__ASSERT(g->qprev == prev && (prev == NULL || prev->seq < g->seq));
+    CQ__ASSERT(prev == NULL || prev->wake_until <= g->wake_until);
+    for (unsigned i = 0; i < g->n_items; i++)
+      CQ__ASSERT(!(g->it[i].flags & CQ__IT_CLAIMED));
+    nudged_found |= g == p->q.nudged;
+    prev = g;
+    sleepers++;
+  }
+  CQ__ASSERT(prev == p->q.sleepers_tail && sleepers == p->q.n_sleepers);
+  CQ__ASSERT(nudged_found);
+  CQ__ASSERT(p->q.barge_ms > 0 || sleepers == 0);
   uint64_t held = 0;
   for (const struct cq__grant *g = p->q.holders; g != NULL; g = g->qnext) {
     CQ__ASSERT(cq__gstate(g) == CQ__G_HELD && !g->lockfree);
@@ -1092,14 +1299,21 @@ void cq__policy_check(cq_pool *p, bool alone) {
     struct cq__res *r = p->tab.res[s];
     if (r == NULL)
       continue;
-    uint64_t waiting = 0, claims = 0;
+    uint64_t waiting = 0, claims = 0, asleep = 0;
     for (const struct cq__grant *g = p->q.head; g != NULL; g = g->qnext)
       for (unsigned i = 0; i < g->n_items; i++)
         if (g->it[i].res == r) {
           waiting++;
           claims += (g->it[i].flags & CQ__IT_CLAIMED) != 0;
         }
-    CQ__ASSERT(waiting == r->n_waiting && claims == r->claims.count);
+    for (const struct cq__grant *g = p->q.sleepers; g != NULL; g = g->qnext)
+      for (unsigned i = 0; i < g->n_items; i++)
+        asleep += g->it[i].res == r;
+    CQ__ASSERT(waiting + asleep == r->n_waiting && claims == r->claims.count);
+    CQ__ASSERT(asleep == r->n_sleepers);
+    /* A budget's sleepers bit is set exactly while a sleeper names it. */
+    if (r->kind != CQ__RES_DEVICES)
+      CQ__ASSERT(((cq__res_word(r) & CQ__W_SLEEPERS) != 0) == (asleep != 0));
     blocked += r->blocked.count;
     check_resource(p, r);
   }

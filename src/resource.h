@@ -58,7 +58,9 @@ struct cq__res {
    * Blocked: waiters whose blocker is this resource, by arrival. */
   cq__rbtree claims;
   cq__rbtree blocked;
-  int64_t claim_want; /* device pools: devices the claimers reserve in all */
+  int64_t claim_want;  /* device pools: devices the claimers reserve in all */
+  uint64_t n_sleepers; /* sleepers (queue.c) whose request names it; on a
+                          budget, the sleepers bit is set while not 0 */
   struct cq__res *dirty_next; /* the sweep's list of resources to walk */
   bool dirty;
   uint64_t walk_seq; /* waiters blocked here with seq > walk_seq remain */

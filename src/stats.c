@@ -131,13 +131,14 @@ int cq_device_stats_get(cq_pool *pool, const char *name, uint32_t index,
 /* Fill *out for pool p. Lock held. */
 static void pool_snapshot(const cq_pool *p, cq_pool_stats *out) {
   memset(out, 0, sizeof(*out));
-  out->waiting = p->q.n_waiters;
+  out->waiting = p->q.n_waiters + p->q.n_sleepers;
   out->waited_grants = p->q.waited_grants;
   out->wakeups = p->q.wakeups;
   out->events_dropped = p->ev.dropped;
   out->overdue = p->bf.overdue;
   out->backfilled = p->bf.backfilled;
   out->late_heads = p->bf.late_heads;
+  out->converted = p->q.converted;
 }
 
 int cq_pool_stats_get(cq_pool *pool, cq_pool_stats *out) {

@@ -132,7 +132,8 @@ static void test_grant_cancel_race_has_exactly_one_winner(void **state) {
 }
 
 /* 10: an expired timed acquire reports timed out no earlier than its
- * deadline, holds nothing, and the waiters behind it move. */
+ * deadline, holds nothing, and the waiters behind it move. On a pool in
+ * strict order, so that A claims (and has withheld) from the start. */
 static void test_expired_wait_times_out_and_lets_others_move(void **state) {
   (void)state;
   assert_cq_ok(cq_budget_add(pool, "b", 4));
@@ -289,12 +290,20 @@ static void test_abort_ends_a_wait_with_the_status_given(void **state) {
   assert_log(&rec, "T! C!");
 }
 
+/* A pool without a barging window: a blocking acquire claims at once. */
+static int setup_strict(void **state) {
+  (void)state;
+  return setup_with_flags(CQ_POOL_STRICT_ORDER);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
       T(test_cancel_before_units_arrive_wins),
       T(test_grant_cancel_race_has_exactly_one_winner),
-      T(test_expired_wait_times_out_and_lets_others_move),
+      cmocka_unit_test_setup_teardown(
+          test_expired_wait_times_out_and_lets_others_move, setup_strict,
+          teardown),
       T(test_past_deadline_tries_once),
       T(test_callback_deadline_fires_no_earlier_than_due),
       T(test_manual_timers_expire_on_the_virtual_clock),

@@ -139,7 +139,7 @@ static void fx_close(void) {
 struct grant_view {
   unsigned state, style, lockfree, n_items, blocker, limited, overdue;
   uint64_t seq, gseq;
-  const void *req, *pool, *sync;
+  const void *req, *pool, *park;
   cq_grant_cb cb;
   int status;
   int64_t deadline_ms, t_enqueue, limit_ms, limit_end;
@@ -165,7 +165,7 @@ static void grant_view(const struct cq__grant *g, struct grant_view *v) {
   v->req = g->req;
   v->pool = g->pool;
   v->cb = g->cb;
-  v->sync = g->sync;
+  v->park = g->park;
   v->status = g->status;
   v->deadline_ms = g->deadline_ms;
   v->t_enqueue = g->t_enqueue;

@@ -24,9 +24,23 @@ static void test_create_checks_its_arguments(void **state) {
   assert_cq_err(cq_pool_create(&p, &cfg), CQ_EINVAL);
 
   cfg.alloc = NULL;
-  cfg.reserved_[7] = 1; /* a later version's option is refused, not ignored */
+  cfg.reserved_[6] = 1; /* a later version's option is refused, not ignored */
   assert_cq_err(cq_pool_create(&p, &cfg), CQ_EINVAL);
   assert_null(p);
+  cfg.reserved_[6] = 0;
+
+  /* The barging window: 0 (the default), up to an hour; never negative. */
+  cfg.barge_ms = -1;
+  assert_cq_err(cq_pool_create(&p, &cfg), CQ_EINVAL);
+  assert_null(p);
+  cfg.barge_ms = CQ_BARGE_MAX_MS + 1;
+  assert_cq_err(cq_pool_create(&p, &cfg), CQ_EINVAL);
+  assert_null(p);
+  cfg.barge_ms = CQ_BARGE_MAX_MS;
+  assert_cq_ok(cq_pool_create(&p, &cfg));
+  assert_cq_ok(cq_pool_destroy(p));
+  p = NULL;
+  cfg.barge_ms = 0;
 
   cq_pool_config clocked = CQ_POOL_CONFIG_INIT;
   clocked.clock = zero_clock;

@@ -67,6 +67,13 @@ static int setup_backfill(void **state) {
   return setup_flags(CQ_POOL_BACKFILL);
 }
 
+/* No barging window: every blocking acquire claims at once, as callbacks
+ * do (on the default pool blocking acquires first sleep unclaimed). */
+static int setup_strict(void **state) {
+  (void)state;
+  return setup_flags(CQ_POOL_STRICT_ORDER);
+}
+
 static int teardown(void **state) {
   (void)state;
   storm_assert_no_failures();
@@ -1415,6 +1422,7 @@ int main(void) {
 #define TF(f, s) cmocka_unit_test_setup_teardown(f, s, teardown)
   const struct CMUnitTest tests[] = {
       T(test_mixed_storm_never_over_admits_and_ends_free),
+      TF(test_mixed_storm_never_over_admits_and_ends_free, setup_strict),
       TF(test_mixed_storm_with_staged_claims_never_over_admits_and_ends_free,
          setup_staged),
       TF(test_mixed_storm_with_backfill_never_over_admits_and_ends_free,
@@ -1424,8 +1432,12 @@ int main(void) {
       T(test_mixed_storm_with_capacity_changes_never_over_admits_and_ends_free),
       T(test_timeout_storm_loses_no_wakeup_when_capacity_grows),
       T(test_timeout_storm_loses_no_wakeup_when_the_holder_releases),
+      TF(test_timeout_storm_loses_no_wakeup_when_the_holder_releases,
+         setup_strict),
       T(test_cancel_storm_against_releases_leaks_nothing),
       T(test_handoff_storm_on_a_budget_of_one_never_overlaps),
+      TF(test_handoff_storm_on_a_budget_of_one_never_overlaps, setup_strict),
+      TF(test_handoff_storm_on_a_class_of_one_never_overlaps, setup_strict),
       T(test_handoff_storm_on_a_class_of_one_never_overlaps),
       T(test_handoff_storm_on_one_device_never_overlaps),
       T(test_handoff_storm_on_a_budget_of_one_with_hold_limits_never_overlaps),

@@ -246,8 +246,31 @@ enum cq_pool_flags {
    * limit never do. Every acquire and release then takes the pool lock,
    * so that the shadow time sees them. See the README, "Backfill".
    */
-  CQ_POOL_BACKFILL = 1u << 2
+  CQ_POOL_BACKFILL = 1u << 2,
+  /*
+   * Strict order: no barging window (cq_pool_config.barge_ms) for blocking
+   * acquires. A release then hands what it frees straight to the oldest
+   * waiter that fits, which keeps it while its thread wakes.
+   */
+  CQ_POOL_STRICT_ORDER = 1u << 3
 };
+
+/*
+ * Bounded barging. A blocking acquire (cq_grant_acquire()) that does not
+ * fit first sleeps for up to a window T without claiming anything: what is
+ * released meanwhile goes back to the pool, where threads that are running
+ * may take it, and each release wakes one sleeping acquire that fits to try
+ * again, as a new arrival would. Once it has waited T, the acquire claims
+ * its place by its arrival, exactly as every waiter does under
+ * "FIFO with reservation" (the README): what it needs is withheld for it
+ * and handed to it directly. The fairness bound: a blocking acquire can be
+ * overtaken only during its first T of waiting; from then on it has the
+ * queue's guarantee, ordered by when it arrived. Callback and libuv waiters
+ * always claim at once. Backfill pools have no window. On a pool with
+ * manual timers the window ends when cq_pool_expire() sees it has.
+ */
+#define CQ_BARGE_DEFAULT_MS 10
+#define CQ_BARGE_MAX_MS INT64_C(3600000)
 
 /*
  * What happened, for a host's logging or tracing (see cq_event_fn).
@@ -310,7 +333,10 @@ typedef struct cq_pool_config {
   cq_event_fn on_event;  /* NULL: no events */
   void *event_arg;       /* passed to on_event */
   uint32_t event_buffer; /* events held for the hook; 0: 4096 */
-  uint64_t reserved_[8]; /* must be zero */
+  int64_t barge_ms;      /* barging window T for blocking acquires, up to
+                            CQ_BARGE_MAX_MS; 0: CQ_BARGE_DEFAULT_MS (10);
+                            CQ_POOL_STRICT_ORDER for none */
+  uint64_t reserved_[7]; /* must be zero */
 } cq_pool_config;
 
 #define CQ_POOL_CONFIG_INIT CQ_ZERO_INIT_
@@ -320,7 +346,8 @@ typedef struct cq_pool_config {
  * new pool, which the caller destroys with cq_pool_destroy(). Thread-safe
  * (it shares nothing); never blocks; callable from a callback.
  * Returns 0, CQ_EINVAL (NULL out, incomplete allocator, unknown flag, a clock
- * without manual timers, a reserved field not zero), CQ_ENOMEM or CQ_ESYS
+ * without manual timers, barge_ms below 0 or above CQ_BARGE_MAX_MS, a
+ * reserved field not zero), CQ_ENOMEM or CQ_ESYS
  * (the mutex or the monotonic condition variable could not be made).
  */
 CQ_EXPORT int cq_pool_create(cq_pool **out, const cq_pool_config *cfg);
@@ -378,13 +405,15 @@ CQ_EXPORT int cq_pool_expire(cq_pool *pool, int64_t *next_deadline_ms);
   XX(overdue, "counter", "Grants that outlived their hold limit.")             \
   XX(backfilled, "counter", "Grants made by backfill.")                        \
   XX(late_heads, "counter",                                                    \
-     "Oldest waiters granted after their shadow time (backfill).")
+     "Oldest waiters granted after their shadow time (backfill).")             \
+  XX(converted, "counter",                                                     \
+     "Blocking acquires that outwaited the barging window and claimed.")
 
 typedef struct cq_pool_stats {
 #define CQ_POOL_STATS_FIELD_(name, type, help) uint64_t name;
   CQ_POOL_STATS_MAP(CQ_POOL_STATS_FIELD_)
 #undef CQ_POOL_STATS_FIELD_
-  uint64_t reserved_[8];
+  uint64_t reserved_[7];
 } cq_pool_stats;
 
 /* Fill *out. Thread-safe; takes the pool lock briefly; callable from a
@@ -859,11 +888,15 @@ CQ_EXPORT int cq_grant_try(cq_pool *pool, cq_grant *grant, const cq_req *req);
  * cancelled from another thread with cq_grant_cancel(). Thread-safe. May
  * block until it is granted, the deadline passes (with
  * CQ_POOL_MANUAL_TIMERS, only cq_pool_expire() passes it), it is cancelled,
- * the pool closes or a capacity shrinks below it; it waits on a semaphore
- * of its own, holding no lock. Lock-free when it can, else takes the pool
- * lock briefly; runs callbacks. Not callable from a callback.
+ * the pool closes or a capacity shrinks below it; it sleeps on its
+ * thread's own parker, holding no lock. For its first T of waiting (the
+ * pool's barging window, see CQ_BARGE_DEFAULT_MS) it claims nothing and may
+ * be overtaken; then it claims its place by arrival. Lock-free when it
+ * can, else takes the pool lock briefly; runs callbacks. Not callable from
+ * a callback.
  * Returns 0 (granted), CQ_ETIMEDOUT, CQ_ECANCELED, CQ_ECLOSED, CQ_ENEVER,
- * CQ_ENOENT, CQ_EPOOL, CQ_ESTATE, CQ_EINVAL or CQ_ESYS.
+ * CQ_ENOENT, CQ_EPOOL, CQ_ESTATE, CQ_EINVAL or CQ_ENOMEM (the thread's
+ * parker could not be made).
  */
 CQ_EXPORT int cq_grant_acquire(cq_pool *pool, cq_grant *grant,
                                const cq_req *req, int64_t deadline_ms);

@@ -3,11 +3,8 @@
  * time out on the monotonic clock. POSIX threads; the monotonic clock is
  * used everywhere so that wall-clock jumps never shorten or stretch a wait.
  */
-/* sem_clockwait() is a GNU extension (glibc 2.30). */
-#define _GNU_SOURCE
 #include "util/platform.h"
 
-#include <errno.h>
 #include <time.h>
 
 int64_t cq_now(void) {
@@ -45,34 +42,4 @@ void cq__cond_wait(pthread_cond_t *c, cq__mutex *m, int64_t deadline_ms) {
   ts.tv_sec = (time_t)(deadline_ms / 1000);
   ts.tv_nsec = (long)(deadline_ms % 1000) * 1000000L;
   (void)pthread_cond_timedwait(c, m, &ts);
-}
-
-int cq__sem_wait(sem_t *s, int64_t deadline_ms) {
-  if (deadline_ms == CQ_NEVER)
-    return sem_wait(s) == 0 ? 0 : CQ_ESYS;
-  struct timespec ts;
-#if defined(__GLIBC__) &&                                                      \
-    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 30))
-  /* On the monotonic clock: wall-clock jumps neither shorten nor stretch
-   * the wait. */
-  ts.tv_sec = (time_t)(deadline_ms / 1000);
-  ts.tv_nsec = (long)(deadline_ms % 1000) * 1000000L;
-  int rc = sem_clockwait(s, CLOCK_MONOTONIC, &ts);
-#else
-  /* Only the wall clock here: convert the remaining time. */
-  int64_t left = deadline_ms - cq_now();
-  clock_gettime(CLOCK_REALTIME, &ts);
-  if (left > 0) {
-    ts.tv_sec += (time_t)(left / 1000);
-    ts.tv_nsec += (long)(left % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
-  }
-  int rc = sem_timedwait(s, &ts);
-#endif
-  if (rc == 0)
-    return 0;
-  return errno == ETIMEDOUT ? CQ_ETIMEDOUT : CQ_ESYS;
 }

@@ -1,6 +1,6 @@
 /*
- * The platform layer (platform.c): mutexes, condition variables that time
- * out on the monotonic clock, and semaphore waits with a deadline. POSIX
+ * The platform layer (platform.c): mutexes and condition variables that
+ * time out on the monotonic clock (a thread's parker is parker.h). POSIX
  * threads; the monotonic clock is used everywhere, so that wall-clock jumps
  * never shorten or stretch a wait.
  */
@@ -10,7 +10,6 @@
 #include "util/base.h"
 
 #include <pthread.h>
-#include <semaphore.h>
 
 typedef pthread_mutex_t cq__mutex;
 
@@ -26,9 +25,5 @@ int cq__cond_init(pthread_cond_t *c);
 /* Waits until signalled or until `deadline_ms` (cq_now() clock) passes;
  * CQ_NEVER waits without limit. Spurious returns are possible. */
 void cq__cond_wait(pthread_cond_t *c, cq__mutex *m, int64_t deadline_ms);
-
-/* Wait for a post until `deadline_ms` (cq_now() clock; CQ_NEVER: no limit):
- * 0 when posted, else CQ_ETIMEDOUT (or spuriously, on a signal, CQ_ESYS). */
-int cq__sem_wait(sem_t *s, int64_t deadline_ms);
 
 #endif /* CRONOQ_UTIL_PLATFORM_H */

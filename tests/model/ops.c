@@ -76,6 +76,10 @@ unsigned mo_pool_flags(uint8_t flags_byte) {
     f |= CQ_POOL_STAGED_CLAIMS;
   if (flags_byte & 2)
     f |= CQ_POOL_BACKFILL;
+  /* Bit 8: no barging window. The model's waiters are callbacks, which the
+   * window never touches: both modes must agree with it alike. */
+  if (flags_byte & 8)
+    f |= CQ_POOL_STRICT_ORDER;
   return f;
 }
 
@@ -912,8 +916,9 @@ int mo_run(uint8_t flags, const mo_op *ops, size_t n, FILE *trace,
     r.ls[s].owner = &r;
     r.ls[s].index = s;
   }
-  tr(&r, "pool%s%s%s\n", (pflags & CQ_POOL_STAGED_CLAIMS) ? " staged" : "",
+  tr(&r, "pool%s%s%s%s\n", (pflags & CQ_POOL_STAGED_CLAIMS) ? " staged" : "",
      (pflags & CQ_POOL_BACKFILL) ? " backfill" : "",
+     (pflags & CQ_POOL_STRICT_ORDER) ? " strict" : "",
      cfg.on_event != NULL ? " hook" : "");
   for (size_t k = 0; k < n && !r.failed; k++) {
     r.nlouts = 0;
@@ -998,7 +1003,7 @@ static uint64_t splitmix(uint64_t *x) {
 
 void mo_generate(uint64_t seed, uint8_t *flags, mo_op *ops, size_t n) {
   uint64_t x = seed;
-  *flags = (uint8_t)(splitmix(&x) & 7);
+  *flags = (uint8_t)(splitmix(&x) & 15);
   /* Weights per code, in enum order. */
   static const int weight[MO_NCODES] = {2,  1, 2, 1, 10, 30, 5,
                                         10, 8, 4, 4, 2,  4,  1};

@@ -74,8 +74,9 @@ typedef struct mo_totals {
 extern mo_totals mo_total;
 
 /* Pool flags a program's flags byte selects: bit 1 staged claims, bit 2
- * backfill; bit 4 sets an event hook, which turns the library's lock-free
- * paths off (a backfill pool never takes them, hook or not). */
+ * backfill, bit 8 strict order (no barging window); bit 4 sets an event
+ * hook, which turns the library's lock-free paths off (a backfill pool
+ * never takes them, hook or not). */
 unsigned mo_pool_flags(uint8_t flags_byte);
 
 /* How a run failed: the comparison or invariant that caught it. The

@@ -95,6 +95,7 @@ static void *cqt_acquirer_main(void *arg) {
   cqt_acquirer *a = (cqt_acquirer *)arg;
   a->rc = cq_grant_acquire(a->pool, &a->grant, a->req, a->deadline);
   a->returned_at = cq_now();
+  atomic_store_explicit(&a->done, 1, memory_order_release);
   return NULL;
 }
 
@@ -104,8 +105,13 @@ void cqt_acquire_start(cqt_acquirer *a, cq_pool *p, const cq_req *r,
   a->req = r;
   a->deadline = deadline;
   a->rc = 1;
+  atomic_init(&a->done, 0);
   cq_grant_init(&a->grant);
   assert_int_equal(pthread_create(&a->thread, NULL, cqt_acquirer_main, a), 0);
+}
+
+bool cqt_acquire_returned(cqt_acquirer *a) {
+  return atomic_load_explicit(&a->done, memory_order_acquire) != 0;
 }
 
 int cqt_acquire_join(cqt_acquirer *a) {

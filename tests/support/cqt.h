@@ -21,6 +21,8 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +104,7 @@ typedef struct cqt_acquirer {
   cq_grant grant;
   int rc;
   int64_t returned_at;
+  atomic_int done; /* set once rc and returned_at are */
   pthread_t thread;
 } cqt_acquirer;
 
@@ -110,6 +113,8 @@ void cqt_acquire_start(cqt_acquirer *a, cq_pool *p, const cq_req *r,
 
 /* Wait for the thread; returns what its acquire returned. */
 int cqt_acquire_join(cqt_acquirer *a);
+/* Whether its acquire has returned (the thread may still be ending). */
+bool cqt_acquire_returned(cqt_acquirer *a);
 
 /* The fixture below, as functions: a fresh pool with `flags` and an empty
  * recorder; and the check that nothing waits, then the destroy, which is

@@ -66,6 +66,8 @@ DEVICE_ID_MAX = 95  # CQ_DEVICE_ID_MAX
 
 POOL_STAGED_CLAIMS = 1 << 0
 POOL_BACKFILL = 1 << 2
+POOL_STRICT_ORDER = 1 << 3
+BARGE_MAX_MS = 3600000
 BUDGET_LONE = 1 << 0
 
 KIND_BUDGET = 1
@@ -195,7 +197,8 @@ class PoolConfig(Structure):
         ("on_event", c_void_p),
         ("event_arg", c_void_p),
         ("event_buffer", c_uint32),
-        ("reserved_", c_uint64 * 8),
+        ("barge_ms", c_int64),
+        ("reserved_", c_uint64 * 7),
     ]
 
 
@@ -208,7 +211,8 @@ class PoolStats(Structure):
         ("overdue", c_uint64),
         ("backfilled", c_uint64),
         ("late_heads", c_uint64),
-        ("reserved_", c_uint64 * 8),
+        ("converted", c_uint64),
+        ("reserved_", c_uint64 * 7),
     ]
 
 

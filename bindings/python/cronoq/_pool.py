@@ -214,11 +214,12 @@ class PoolStats:
 
     waiting: int  #: requests waiting now
     waited_grants: int  #: grants to requests that had to wait, ever
-    wakeups: int  #: blocked threads woken: one per outcome
+    wakeups: int  #: blocked threads woken: one per outcome, or to try again
     events_dropped: int  #: events the hook fell too far behind for
     overdue: int  #: grants that outlived their hold limit, ever
     backfilled: int  #: grants made by backfill, ever
     late_heads: int  #: oldest waiters granted after their shadow time, ever
+    converted: int  #: blocking acquires that outwaited the barging window
 
 
 @dataclass(frozen=True)
@@ -896,8 +897,11 @@ class Pool:
     `devices` maps a name to a count, to a list of device ids (as
     CUDA_VISIBLE_DEVICES should name them) or to "auto" (GPU detection).
     `lone` names budgets that allow a request larger than the capacity
-    when nothing else holds them. `staged_claims` and `backfill` are the
-    pool options of cronoq.h (CQ_POOL_STAGED_CLAIMS, CQ_POOL_BACKFILL).
+    when nothing else holds them. `staged_claims`, `backfill` and
+    `strict_order` are the pool options of cronoq.h (CQ_POOL_STAGED_CLAIMS,
+    CQ_POOL_BACKFILL, CQ_POOL_STRICT_ORDER); `barge_ms` is the barging
+    window of blocking acquires (0: the default, 10 ms): for that long a
+    blocking acquire may be overtaken, then it claims its place.
     `nvidia_smi` and `detect_timeout` are passed to GPU detection.
 
     As a context manager the pool is closed on exit. The C pool is freed
@@ -915,6 +919,8 @@ class Pool:
         lone: Sequence[str] = (),
         staged_claims: bool = False,
         backfill: bool = False,
+        strict_order: bool = False,
+        barge_ms: int = 0,
         nvidia_smi: Optional[str] = None,
         detect_timeout: Optional[float] = None,
     ) -> None:
@@ -924,9 +930,12 @@ class Pool:
         self._closed = False
         self._spare: List[Any] = []  # idle grant storage, for new grants
         cfg = _lib.PoolConfig()
-        cfg.flags = (_lib.POOL_STAGED_CLAIMS if staged_claims else 0) | (
-            _lib.POOL_BACKFILL if backfill else 0
+        cfg.flags = (
+            (_lib.POOL_STAGED_CLAIMS if staged_claims else 0)
+            | (_lib.POOL_BACKFILL if backfill else 0)
+            | (_lib.POOL_STRICT_ORDER if strict_order else 0)
         )
+        cfg.barge_ms = barge_ms
         h = ctypes.c_void_p()
         rc = api.cq_pool_create(ctypes.byref(h), ctypes.byref(cfg))
         if rc != 0:
@@ -1219,7 +1228,7 @@ class Pool:
         if rc != 0:
             raise _fail(rc, "stats")
         return PoolStats(s.waiting, s.waited_grants, s.wakeups, s.events_dropped,
-                         s.overdue, s.backfilled, s.late_heads)
+                         s.overdue, s.backfilled, s.late_heads, s.converted)
 
     def resource(self, name: str) -> ResourceStats:
         """A consistent snapshot of resource `name`."""

@@ -33,9 +33,11 @@ int main(void) {
   FIELD(cq_pool_config, on_event);
   FIELD(cq_pool_config, event_arg);
   FIELD(cq_pool_config, event_buffer);
+  FIELD(cq_pool_config, barge_ms);
   FIELD(cq_pool_config, reserved_);
   SIZE(cq_pool_stats);
   FIELD(cq_pool_stats, late_heads);
+  FIELD(cq_pool_stats, converted);
   FIELD(cq_pool_stats, reserved_);
   SIZE(cq_wait_stats);
   FIELD(cq_wait_stats, sum_ms);

@@ -81,6 +81,9 @@ pub type cq_clock_fn = Option<unsafe extern "C" fn(arg: *mut c_void) -> i64>;
 pub const CQ_POOL_STAGED_CLAIMS: c_uint = 1 << 0;
 pub const CQ_POOL_MANUAL_TIMERS: c_uint = 1 << 1;
 pub const CQ_POOL_BACKFILL: c_uint = 1 << 2;
+pub const CQ_POOL_STRICT_ORDER: c_uint = 1 << 3;
+pub const CQ_BARGE_DEFAULT_MS: i64 = 10;
+pub const CQ_BARGE_MAX_MS: i64 = 3_600_000;
 
 pub type cq_event_type = c_int;
 pub const CQ_EVENT_GRANTED: cq_event_type = 1;
@@ -120,7 +123,8 @@ pub struct cq_pool_config {
     pub on_event: cq_event_fn,
     pub event_arg: *mut c_void,
     pub event_buffer: u32,
-    pub reserved_: [u64; 8],
+    pub barge_ms: i64,
+    pub reserved_: [u64; 7],
 }
 
 #[repr(C)]
@@ -133,7 +137,8 @@ pub struct cq_pool_stats {
     pub overdue: u64,
     pub backfilled: u64,
     pub late_heads: u64,
-    pub reserved_: [u64; 8],
+    pub converted: u64,
+    pub reserved_: [u64; 7],
 }
 
 // -------------------------------------------------------------------------

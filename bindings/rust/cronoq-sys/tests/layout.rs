@@ -47,9 +47,11 @@ fn rust_layout() -> Vec<(String, usize)> {
     field!(v, cq_pool_config, on_event);
     field!(v, cq_pool_config, event_arg);
     field!(v, cq_pool_config, event_buffer);
+    field!(v, cq_pool_config, barge_ms);
     field!(v, cq_pool_config, reserved_);
     size!(v, cq_pool_stats);
     field!(v, cq_pool_stats, late_heads);
+    field!(v, cq_pool_stats, converted);
     field!(v, cq_pool_stats, reserved_);
     size!(v, cq_wait_stats);
     field!(v, cq_wait_stats, sum_ms);

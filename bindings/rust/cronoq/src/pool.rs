@@ -13,6 +13,7 @@ use std::ptr::NonNull;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolOptions {
     flags: std::os::raw::c_uint,
+    barge_ms: i64,
 }
 
 impl PoolOptions {
@@ -40,6 +41,20 @@ impl PoolOptions {
     pub fn backfill(self, on: bool) -> PoolOptions {
         self.flag(sys::CQ_POOL_BACKFILL, on)
     }
+
+    /// Strict order (`CQ_POOL_STRICT_ORDER`): no barging window, so a
+    /// blocking acquire claims its place at once.
+    pub fn strict_order(self, on: bool) -> PoolOptions {
+        self.flag(sys::CQ_POOL_STRICT_ORDER, on)
+    }
+
+    /// The barging window of blocking acquires, in milliseconds
+    /// (`cq_pool_config.barge_ms`; 0: the default, 10 ms): for that long a
+    /// blocking acquire may be overtaken, then it claims its place.
+    pub fn barge_ms(mut self, ms: i64) -> PoolOptions {
+        self.barge_ms = ms;
+        self
+    }
 }
 
 /// An allocator of named resources: budgets, classes and device pools.
@@ -65,7 +80,7 @@ pub struct PoolStats {
     pub waiting: u64,
     /// Grants to attempts that had to wait, ever.
     pub waited_grants: u64,
-    /// Blocked threads woken: one per outcome.
+    /// Blocked threads woken: one per outcome, or to try again.
     pub wakeups: u64,
     /// Grants that outlived their hold limit, ever.
     pub overdue: u64,
@@ -73,6 +88,8 @@ pub struct PoolStats {
     pub backfilled: u64,
     /// Oldest waiters granted after their shadow time, ever.
     pub late_heads: u64,
+    /// Blocking acquires that outwaited the barging window and claimed.
+    pub converted: u64,
 }
 
 /// What a resource is.
@@ -165,6 +182,7 @@ impl Pool {
         check_abi();
         let mut cfg: sys::cq_pool_config = unsafe { std::mem::zeroed() };
         cfg.flags = options.flags;
+        cfg.barge_ms = options.barge_ms;
         let mut raw = std::ptr::null_mut();
         crate::error::check(unsafe { sys::cq_pool_create(&mut raw, &cfg) })?;
         Ok(Pool { raw: NonNull::new(raw).ok_or(Error::NoMemory)? })
@@ -341,6 +359,7 @@ impl Pool {
             overdue: s.overdue,
             backfilled: s.backfilled,
             late_heads: s.late_heads,
+            converted: s.converted,
         }
     }
 
