@@ -2,13 +2,16 @@
  * cronoq-bench: what libcronoq gains over what its users would use
  * otherwise, measured side by side in one run.
  *
- *   cronoq-bench [micro|sim|backfill|all] [options]   (see usage() below)
+ *   cronoq-bench [micro|sim|backfill|fleet|all] [options]   (see usage())
  *
  * The sim and backfill suites are the simulator's (tools/sim/sim_cli.c),
  * the same that cronoq-sim runs.
  */
 #include "harness.h"
 #include "sim_cli.h"
+#ifdef CRONOQ_BENCH_FLEET
+#include "fleet_bench.h"
+#endif
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,7 +20,7 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: cronoq-bench [micro|sim|backfill|all] [options]\n"
+          "usage: cronoq-bench [micro|sim|backfill|fleet|all] [options]\n"
           "\n"
           "  micro          the micro-benchmarks, each against its baseline\n"
           "  deep           only the deep-queue figures of micro\n"
@@ -28,7 +31,10 @@ static void usage(FILE *f) {
           "  backfill       the simulator at loads 0.5, 0.8 and 0.95 with\n"
           "                 hold limits of several kinds: backfill against\n"
           "                 libcronoq without it, strict FIFO and greedy\n"
-          "  all            all three (the default)\n"
+          "  fleet          fleet pools against INCR/DECR counters and a\n"
+          "                 sorted-set semaphore, on a redis-server the\n"
+          "                 bench starts (not part of all)\n"
+          "  all            micro, sim and backfill (the default)\n"
           "\n");
   cqb_options_usage(f);
   fprintf(f, "\n");
@@ -36,8 +42,8 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  static const char *const commands[] = {"all",  "micro",     "sim", "backfill",
-                                         "deep", "contended", NULL};
+  static const char *const commands[] = {
+      "all", "micro", "sim", "backfill", "deep", "contended", "fleet", NULL};
   const char *cmd =
       cqb_parse_args(argc, argv, commands, cqb_sim_parse_option, usage);
   cqb_sim_options_done();
@@ -51,7 +57,17 @@ int main(int argc, char **argv) {
   bool backfill = all || strcmp(cmd, "backfill") == 0;
   bool deep = micro || strcmp(cmd, "deep") == 0;
   bool contended = micro || strcmp(cmd, "contended") == 0;
+  bool fleet = strcmp(cmd, "fleet") == 0;
   int steps = 0;
+#ifdef CRONOQ_BENCH_FLEET
+  if (fleet)
+    steps += cqb_fleet_plan();
+#else
+  if (fleet) {
+    fprintf(stderr, "cronoq-bench: built without the fleet pool (hiredis)\n");
+    return 2;
+  }
+#endif
   if (micro) {
     steps += cqb_micro_core_plan() + cqb_micro_devices_plan() +
              cqb_micro_backfill_plan();
@@ -80,6 +96,10 @@ int main(int argc, char **argv) {
     cqb_micro_contended();
   if (deep)
     cqb_micro_deep();
+#ifdef CRONOQ_BENCH_FLEET
+  if (fleet)
+    cqb_fleet();
+#endif
   cqb_print_figures();
   if (sim)
     cqb_sim(); /* its own tables, each pool's figures after them */

@@ -3,7 +3,8 @@
 # With UV_LIB, the libuv adapter's shared library too: none of its symbols
 # is one the core defines as well (the adapter is built on the core's
 # public API, with no core source in it), and all start with cq_uv_.
-# Variables: NM, LIB, UV_LIB (optional).
+# With FLEET_LIB, the fleet pool's likewise, all starting with cq_fleet_.
+# Variables: NM, LIB, UV_LIB, FLEET_LIB (optional).
 cmake_policy(VERSION 3.16)
 
 # The symbols `lib` defines and exports, into `out`.
@@ -45,19 +46,27 @@ refuse("${stray}" "${LIB} exports symbols outside cq_")
 list(LENGTH core n)
 message(STATUS "${LIB}: ${n} exported symbols, all cq_")
 
-if(UV_LIB)
-  exported_symbols(${UV_LIB} adapter)
+# An add-on library: none of its symbols is one the core defines too (it
+# is built on the core's public API), and all match `allowed`.
+function(check_addon lib allowed what)
+  exported_symbols(${lib} syms)
   set(both "")
-  foreach(sym IN LISTS adapter)
+  foreach(sym IN LISTS syms)
     if(sym IN_LIST core)
       list(APPEND both ${sym})
     endif()
   endforeach()
-  refuse("${both}" "defined by both ${LIB} and ${UV_LIB}")
-  set(stray ${adapter})
-  list(FILTER stray EXCLUDE REGEX "^cq_uv_")
-  refuse("${stray}" "${UV_LIB} exports symbols outside cq_uv_")
-  list(LENGTH adapter n)
-  message(STATUS "${UV_LIB}: ${n} exported symbols, all cq_uv_, none the "
-    "core's")
+  refuse("${both}" "defined by both ${LIB} and ${lib}")
+  set(stray ${syms})
+  list(FILTER stray EXCLUDE REGEX "${allowed}")
+  refuse("${stray}" "${lib} exports symbols outside ${what}")
+  list(LENGTH syms n)
+  message(STATUS "${lib}: ${n} exported symbols, all ${what}, none the core's")
+endfunction()
+
+if(UV_LIB)
+  check_addon(${UV_LIB} "^cq_uv_" "cq_uv_")
+endif()
+if(FLEET_LIB)
+  check_addon(${FLEET_LIB} "^cq_fleet_" "cq_fleet_")
 endif()

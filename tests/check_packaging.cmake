@@ -5,7 +5,10 @@
 # cronoq_uv.pc; and in every build a core-only consumer on a machine where
 # pkg-config finds no libuv. Without the adapter, nothing of it may be
 # installed.
-# Variables: BUILD_DIR, SOURCE_DIR, WORK_DIR, GENERATOR, C_COMPILER, WITH_UV.
+# Fleet pools likewise (WITH_FLEET): the component `fleet` and
+# cronoq_fleet.pc.
+# Variables: BUILD_DIR, SOURCE_DIR, WORK_DIR, GENERATOR, C_COMPILER, WITH_UV,
+# WITH_FLEET.
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
                   ERROR_VARIABLE err)
@@ -23,18 +26,26 @@ set(core_files include/cronoq/cronoq.h lib/libcronoq.a lib/pkgconfig/cronoq.pc
 set(uv_files include/cronoq/cronoq_uv.h lib/libcronoq_uv.a
     lib/libcronoq_uv.so lib/pkgconfig/cronoq_uv.pc
     lib/cmake/cronoq/cronoqUvTargets.cmake)
+set(fleet_files include/cronoq/cronoq_fleet.h lib/libcronoq_fleet.a
+    lib/libcronoq_fleet.so lib/pkgconfig/cronoq_fleet.pc
+    lib/cmake/cronoq/cronoqFleetTargets.cmake)
 foreach(f IN LISTS core_files)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "install did not put ${f} in place")
   endif()
 endforeach()
-foreach(f IN LISTS uv_files)
-  if(WITH_UV AND NOT EXISTS ${prefix}/${f})
-    message(FATAL_ERROR "install did not put ${f} in place")
-  elseif(NOT WITH_UV AND EXISTS ${prefix}/${f})
-    message(FATAL_ERROR "${f} was installed without the adapter")
-  endif()
-endforeach()
+# An optional part's files: all installed where it is built, none where not.
+function(expect_part files built what)
+  foreach(f IN LISTS files)
+    if(built AND NOT EXISTS ${prefix}/${f})
+      message(FATAL_ERROR "install did not put ${f} in place")
+    elseif(NOT built AND EXISTS ${prefix}/${f})
+      message(FATAL_ERROR "${f} was installed without ${what}")
+    endif()
+  endforeach()
+endfunction()
+expect_part("${uv_files}" "${WITH_UV}" "the adapter")
+expect_part("${fleet_files}" "${WITH_FLEET}" "fleet pools")
 
 # A pkg-config search path that holds the prefix's files and nothing else:
 # no libuv there.
@@ -44,6 +55,9 @@ file(MAKE_DIRECTORY ${no_libuv_dir})
 set(modes find_package core_without_libuv subdirectory pkgconfig)
 if(WITH_UV)
   list(APPEND modes find_package_uv pkgconfig_uv)
+endif()
+if(WITH_FLEET)
+  list(APPEND modes find_package_fleet pkgconfig_fleet)
 endif()
 foreach(mode IN LISTS modes)
   set(bin ${WORK_DIR}/${mode})

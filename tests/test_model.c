@@ -17,6 +17,7 @@
 #include <stdbool.h>
 
 #include "model/ops.h"
+#include "support/prog.h"
 
 #define OPS_PER_SEED 500
 
@@ -164,16 +165,12 @@ static void run_program(const char *name, uint8_t flags, mo_op *ops, size_t n,
   mo_result res;
   mo_run(flags, ops, n, f, &res);
   fclose(f);
-  const char *at = text;
-  for (; *want != NULL; want++) {
-    const char *hit = strstr(at, *want);
-    if (hit == NULL) {
-      fprintf(stderr, "%s", text);
-      free(text);
-      fail_msg("%s: the trace lacks \"%s\" (after what came before)", name,
-               *want);
-    }
-    at = hit + strlen(*want);
+  const char *lacks = cqt_trace_lacks(text, want);
+  if (lacks != NULL) {
+    fprintf(stderr, "%s", text);
+    free(text);
+    fail_msg("%s: the trace lacks \"%s\" (after what came before)", name,
+             lacks);
   }
   free(text);
 }

@@ -32,6 +32,7 @@
 #include "cq_internal.h"
 #include "cronoq/cronoq.h"
 #include "model.h"
+#include "support/prog.h"
 
 int mo_sabotage_in_use;
 int mo_sabotage_waiting;
@@ -994,12 +995,7 @@ int model_run_bytes(const uint8_t *data, size_t size, char *why,
 /* Generation and shrinking */
 /* ------------------------------------------------------------------------ */
 
-static uint64_t splitmix(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+#define splitmix cqt_splitmix
 
 void mo_generate(uint64_t seed, uint8_t *flags, mo_op *ops, size_t n) {
   uint64_t x = seed;
@@ -1042,11 +1038,8 @@ void mo_generate(uint64_t seed, uint8_t *flags, mo_op *ops, size_t n) {
   }
 }
 
-/* Whether the program still fails the way `want` did: a change that makes
- * it fail some other way has found another bug (or another way of
- * tripping over this one that reads differently) and is not kept. */
-static bool still_fails(uint8_t flags, const mo_op *ops, size_t n,
-                        const mo_result *want) {
+/* Whether the program still fails the way `want` did (see cqt_prog_fails). */
+static bool still_fails(uint8_t flags, const void *ops, size_t n, void *want) {
   mo_result res;
   return mo_run(flags, ops, n, NULL, &res) != 0 && mo_same_failure(&res, want);
 }
@@ -1060,53 +1053,7 @@ size_t mo_shrink(uint8_t *flags, mo_op *ops, size_t n) {
   static mo_op trial[MO_SHRINK_MAX];
   if (n > MO_SHRINK_MAX)
     return n;
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    /* Remove chunks, halving their size down to single operations. */
-    for (size_t chunk = n / 2 > 0 ? n / 2 : 1; chunk >= 1; chunk /= 2) {
-      for (size_t i = 0; i + chunk <= n;) {
-        size_t m = 0;
-        for (size_t k = 0; k < n; k++)
-          if (k < i || k >= i + chunk)
-            trial[m++] = ops[k];
-        if (m > 0 && still_fails(*flags, trial, m, &want)) {
-          memcpy(ops, trial, m * sizeof(*ops));
-          n = m;
-          progress = true;
-        } else {
-          i += chunk;
-        }
-      }
-      if (chunk == 1)
-        break;
-    }
-    /* Simplify the arguments: each byte to 0, else halved. */
-    for (size_t k = 0; k < n; k++)
-      for (int j = 1; j < MO_OP_BYTES; j++) {
-        while (ops[k].b[j] != 0) {
-          uint8_t old = ops[k].b[j];
-          ops[k].b[j] = 0;
-          if (still_fails(*flags, ops, n, &want)) {
-            progress = true;
-            break;
-          }
-          ops[k].b[j] = old / 2;
-          if (still_fails(*flags, ops, n, &want)) {
-            progress = true;
-            continue;
-          }
-          ops[k].b[j] = old;
-          break;
-        }
-      }
-    /* Simpler pool options. */
-    for (uint8_t bit = 1; bit <= 4; bit <<= 1)
-      if ((*flags & bit) &&
-          still_fails((uint8_t)(*flags & ~bit), ops, n, &want)) {
-        *flags = (uint8_t)(*flags & ~bit);
-        progress = true;
-      }
-  }
-  return n;
+  /* The pool options too: staged claims, backfill, the event hook. */
+  return cqt_prog_shrink(flags, ops, n, sizeof(*ops), 7, trial, still_fails,
+                         &want);
 }

@@ -1,0 +1,177 @@
+/*
+ * libcronoq's fleet pool: the same pool, shared by every process that opens
+ * the same namespace on a Redis server.
+ *
+ * A pool kept inside one process over-subscribes a resource as soon as two
+ * processes use it: two workers on one 8-GPU host each see 8 GPUs, two job
+ * runners on two hosts each see the whole licence count. A fleet pool keeps
+ * the pool's state in Redis instead. It is opened with cq_fleet_open() and
+ * then used through <cronoq/cronoq.h> like any pool: budgets, classes, lone
+ * budgets, device pools, requests and specs, try / blocking / callback
+ * acquires, cancel, release and partial release, stats, metrics, the event
+ * hook and the libuv adapter. The policy is the README's, exactly: every
+ * operation is one Lua script that decides on the namespace's whole state,
+ * with the in-process pool's fixed-point amounts, and a differential test
+ * holds the two implementations to the same outcomes.
+ *
+ * The model in one paragraph. A *namespace* is one pool; every process
+ * that opens it has a *session*, kept alive by heartbeats from a thread of
+ * the library, with a TTL. Grants are *leases* of the session and waiters
+ * belong to it too: when a process dies its units come back within TTL plus
+ * one heartbeat interval (any live process's heartbeat reclaims them).
+ * Device pools are *per host*: a process registers its host's devices
+ * (cq_devices_add(), or `gpu=auto` in a spec) as "<name>@<host>", and a
+ * request names them next to the namespace's budgets, all granted in one
+ * decision. A name without a host, "gpu", means this host's "gpu@<host>"
+ * wherever a resource is named: in specs, requests, stats and grants.
+ *
+ * What differs from an in-process pool, call by call (everything not
+ * listed behaves as <cronoq/cronoq.h> says):
+ * - cq_pool_create() flags: CQ_POOL_STAGED_CLAIMS is the namespace's and
+ *   must match what it was created with; CQ_POOL_MANUAL_TIMERS and a clock
+ *   are this process's own (its deadlines). CQ_POOL_BACKFILL is not offered
+ *   on fleet pools in this version: cq_fleet_open() returns CQ_EINVAL.
+ * - Declarations (cq_budget_add(), cq_budget_add_ex(), cq_class_add(),
+ *   cq_devices_add()) that match what the namespace has return 0 and change
+ *   nothing; a conflicting one returns CQ_EEXIST and cq_fleet_error() names
+ *   both values. cq_devices_add() registers this host's pool: a name with
+ *   a '@' is refused with CQ_EINVAL. cq_pool_add_spec() refuses every name
+ *   the pool already has (CQ_EEXIST, "already exists"), a matching one
+ *   too, as on any pool: a spec declares only what is new to the
+ *   namespace.
+ * - cq_budget_set_capacity(), cq_class_set_max(), cq_device_set_online()
+ *   and cq_resource_remove() change the namespace, for every process.
+ * - cq_req_set_hold_limit() is accepted and kept with the lease, but a
+ *   fleet pool neither enforces the limit nor raises CQ_EVENT_OVERDUE.
+ * - Deadlines are kept by the process that waits, on its own clock: when
+ *   one passes the process takes its waiter out. A grant that won the race
+ *   is returned, as in-process.
+ * - cq_pool_close() closes this process's handle: its waiters fail with
+ *   CQ_ECLOSED and its later acquires too; other processes go on.
+ *   cq_pool_destroy() (refused with CQ_EINUSE while this process holds or
+ *   waits) ends the session.
+ * - A lease lost (the session expired on the server, because this process
+ *   was stopped or cut off longer than its TTL) is reported once through
+ *   the event hook as CQ_FLEET_EVENT_LOST, when the process's own deadline
+ *   passes: the send time of its last successful heartbeat plus the TTL,
+ *   less a margin, on the monotonic clock, which always comes before the
+ *   server's. The grant is then no longer held (cq_grant_is_held() is 0,
+ *   cq_grant_release() returns CQ_ESTATE), and the attempts still waiting
+ *   fail with CQ_ESYS. A new session is opened for what comes next.
+ * - When the server cannot be reached within the pool's timeout, calls
+ *   fail closed with CQ_ESYS and cq_fleet_error() (or cq_grant_error())
+ *   says why.
+ * - The event hook sees this process's attempts: granted, parked,
+ *   released, timed out, cancelled, closed, never satisfiable and lost.
+ *   CQ_EVENT_RESERVED and CQ_EVENT_OVERDUE are not raised.
+ * - cq_pool_stats_get(): `waiting` and `waited_grants` are the namespace's,
+ *   `wakeups` and `events_dropped` this process's; `overdue`, `backfilled`
+ *   and `late_heads` are 0. cq_resource_stats and cq_device_stats are the
+ *   namespace's. cq_pool_room() counts the namespace's budgets and this
+ *   host's device pools.
+ * - Allocator hooks do not apply: the library and its Redis client use
+ *   malloc().
+ *
+ * Thread-safety is as in <cronoq/cronoq.h>. Every call that reaches the
+ * server may block for up to the pool's timeout; callbacks run on the
+ * calling thread when the outcome is known at once, else on the pool's
+ * background thread, with no library lock held.
+ *
+ * Copyright (c) 2026 the libcronoq authors. MIT licence, see LICENSE.
+ */
+#ifndef CRONOQ_CRONOQ_FLEET_H
+#define CRONOQ_CRONOQ_FLEET_H
+
+#include <cronoq/cronoq.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The event a holder gets, once per grant, when it lost its lease: its
+ * units are the namespace's again. `data` is the grant's. */
+#define CQ_FLEET_EVENT_LOST ((cq_event_type)10)
+
+/* Fleet options (cq_fleet_opts.fleet_flags). */
+enum cq_fleet_flags {
+  /*
+   * Keep an audit log in the namespace (the list "cq:{<namespace>}:audit"):
+   * every grant with its fencing token and holdings, every release, every
+   * session ended. For tests and operators; it grows without bound. Set
+   * when the namespace is created; later opens do not change it.
+   */
+  CQ_FLEET_AUDIT = 1u << 0
+};
+
+/* Options of cq_fleet_open(). Zero means default for every field. */
+typedef struct cq_fleet_opts {
+  unsigned flags;    /* enum cq_pool_flags: CQ_POOL_STAGED_CLAIMS (must match
+                        the namespace), CQ_POOL_MANUAL_TIMERS */
+  cq_clock_fn clock; /* with CQ_POOL_MANUAL_TIMERS: the clock of deadlines */
+  void *clock_arg;
+  void *data;           /* see cq_pool_data() */
+  cq_event_fn on_event; /* this process's events */
+  void *event_arg;
+  uint32_t event_buffer; /* events held for the hook; 0: 4096 */
+  unsigned fleet_flags;  /* enum cq_fleet_flags */
+  const char *host;      /* this host's name in device pool names; NULL:
+                            $CRONOQ_HOST, else gethostname() up to the
+                            first '.'. Letters, digits, "-_." */
+  int64_t ttl_ms;        /* session TTL; 0: 10000 */
+  int64_t heartbeat_ms;  /* 0: 3000, and at most a third of the TTL */
+  int64_t timeout_ms;    /* for one call to reach the server, retries
+                            included; 0: 5000 */
+  uint32_t script_steps; /* work (Redis calls) one script does before it
+                            leaves the rest to the next; 0: 4096 */
+  const char *username;  /* AUTH, when the URL gives none; NULL: none */
+  const char *password;
+  uint64_t reserved_[8]; /* must be zero */
+} cq_fleet_opts;
+
+#define CQ_FLEET_OPTS_INIT CQ_ZERO_INIT_
+
+/*
+ * Open namespace `ns` (1 to 64 bytes of letters, digits and "_-.") on the
+ * Redis server at `url` as a pool: `redis://[user[:password]@]host[:port][/db]`
+ * (port 6379 by default) or `unix:///path/to/redis.sock[?db=N]`. The
+ * namespace is created on first use. The call connects, loads the scripts,
+ * opens this process's session and starts the pool's background thread.
+ * The server needs `maxmemory-policy noeviction` (the README says why, and
+ * which ACL a client needs). On success *out is a pool for every call of
+ * <cronoq/cronoq.h>; destroy it with cq_pool_destroy(). `opts` may be NULL.
+ * Thread-safe.
+ * Returns 0, CQ_EINVAL (a bad URL, namespace, host or option, including
+ * CQ_POOL_BACKFILL; or a namespace of another schema or claims option:
+ * cq_fleet_error() says which), CQ_ESYS (the server cannot be reached, or
+ * a thread could not be started; cq_fleet_error() says why) or CQ_ENOMEM.
+ */
+CQ_EXPORT int cq_fleet_open(cq_pool **out, const char *url, const char *ns,
+                            const cq_fleet_opts *opts);
+
+/* Whether `pool` is a fleet pool (1) or not (0). Thread-safe. */
+CQ_EXPORT int cq_fleet_is_fleet(const cq_pool *pool);
+
+/* This host's name as the fleet pool writes it into device pool names
+ * ("gpu@<host>"); NULL for a pool that is not a fleet pool. */
+CQ_EXPORT const char *cq_fleet_host(const cq_pool *pool);
+
+/*
+ * The fencing token of a held grant of a fleet pool: a number that grows
+ * with every grant in the namespace, so that a downstream system can refuse
+ * a holder older than the last one it saw. Returns 0, CQ_ESTATE (not held)
+ * or CQ_EINVAL (NULL, or not a fleet pool's grant).
+ */
+CQ_EXPORT int cq_fleet_grant_fence(const cq_grant *grant, uint64_t *fence);
+
+/*
+ * The detail of the calling thread's last failed call on a fleet pool,
+ * such as `"licence" has capacity 3 in namespace "prod", not 5`; "" if
+ * none. Valid until the thread's next call. Thread-safe (per thread).
+ */
+CQ_EXPORT const char *cq_fleet_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CRONOQ_CRONOQ_FLEET_H */

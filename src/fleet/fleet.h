@@ -1,0 +1,533 @@
+/*
+ * Internal header of the fleet pool (libcronoq_fleet): a pool whose state
+ * lives in a Redis server, shared by every process that opens the same
+ * namespace. Every file of src/fleet/ includes this and nothing else of
+ * the library's; it knows the core only through its public headers and
+ * the backend interface (cronoq_backend.h).
+ *
+ * Who does what:
+ * - The server decides. Each operation is one Lua script (src/fleet/lua/,
+ *   embedded at build time), which checks everything, applies the policy
+ *   and replies with its outcome and with the outcomes it decided for this
+ *   process's other waiters. Outcomes for other processes go to their
+ *   inboxes, with a wake-up on their channel.
+ * - This process keeps what its callers hold and wait for: a table of
+ *   waiting grants by attempt number, a list of held grants, the names it
+ *   resolved, and its session (an id, a TTL kept alive by heartbeats, and
+ *   the local deadline after which it must treat its leases as lost).
+ * - One background thread per pool heartbeats, listens on the session's
+ *   channel, fetches the inbox, expires callback deadlines, notices a
+ *   session lost, and runs callbacks and the event hook for what it
+ *   decided.
+ *
+ * Locking: `link.mu` serialises the command connection, and is held from
+ * sending a script to having applied its reply (so that outcomes are
+ * applied in the server's order, whichever thread fetched them); `mu`
+ * guards the local state and is taken inside `link.mu`, never around it.
+ * Callbacks and the event hook run with neither held.
+ */
+#ifndef CRONOQ_FLEET_H
+#define CRONOQ_FLEET_H
+
+#include "cronoq/cronoq.h"
+#include "cronoq/cronoq_backend.h"
+#include "cronoq/cronoq_fleet.h"
+
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FL_CONTAINER_OF(ptr, type, field)                                      \
+  ((type *)(void *)((char *)(ptr)-offsetof(type, field)))
+
+#define FL_MSG_MAX 160
+
+/* ------------------------------------------------------------------------ */
+/* URLs (url.c)                                                              */
+/* ------------------------------------------------------------------------ */
+
+struct fl_url {
+  bool unix_socket;
+  char host[256]; /* redis:// */
+  int port;
+  char path[108]; /* unix:// (sun_path's size) */
+  int db;
+  char user[64];
+  char password[128];
+};
+
+/* Parse `redis://[user[:password]@]host[:port][/db]` or
+ * `unix://[user[:password]@]/path[?db=N]`. 0, or CQ_EINVAL with `err`. */
+int fl_url_parse(const char *url, struct fl_url *out, char *err, size_t len);
+
+/* Check a namespace name: 1 to 64 bytes of letters, digits and "_-.". */
+int fl_namespace_check(const char *ns);
+
+/* Check a resource name as the core does: 1 to CQ_NAME_MAX bytes of
+ * letters, digits and "_-./"; with `at_ok`, one '@' may join a device
+ * pool's name and its host. */
+int fl_name_check(const char *name, bool at_ok);
+
+/* ------------------------------------------------------------------------ */
+/* Scripts (generated fleet_scripts.c) and the command connection (link.c)  */
+/* ------------------------------------------------------------------------ */
+
+enum fl_script {
+  FL_S_ABORT,
+  FL_S_ACQUIRE,
+  FL_S_CLOSE,
+  FL_S_DECLARE,
+  FL_S_END,
+  FL_S_FSCK,
+  FL_S_HEARTBEAT,
+  FL_S_ONLINE,
+  FL_S_OPEN,
+  FL_S_PART,
+  FL_S_QUERY,
+  FL_S_RELEASE,
+  FL_S_REMOVE,
+  FL_S_RESOLVE,
+  FL_S_SETCAP,
+  FL_S_STATS,
+  FL_S_COUNT
+};
+
+/* The embedded Lua (generated fleet_scripts.c). */
+extern const char fl_lua_prelude[];
+extern const size_t fl_lua_prelude_len;
+extern const char *const fl_lua_body[FL_S_COUNT];
+extern const size_t fl_lua_body_len[FL_S_COUNT];
+
+/* The text of a script: the prelude, then the operation's body. Built
+ * once; NULL when out of memory. */
+const char *fl_script_text(enum fl_script s, size_t *len);
+
+/* Reply statuses of the scripts, besides cronoq.h's negative codes (see
+ * src/fleet/lua/prelude.lua). */
+enum {
+  FL_R_OK = 0,
+  FL_R_WAITING = 1,
+  FL_R_OWED = 2,
+  FL_R_NOSESSION = 3,
+  FL_R_NONS = 4,
+  FL_R_UNKNOWN = 5
+};
+
+/* fl_run(): the session expired on the server and a new one was opened;
+ * the call was not made (not a cronoq.h code: callers turn it into one). */
+#define FL_ESESSION 100
+
+/* The arguments of one script call: the common ones (session, work share,
+ * retry flag, host) are added by fl_call(). */
+#define FL_ARGS_MAX (8 + 4 * CQ_REQ_MAX_ITEMS + 64)
+struct fl_args {
+  int n;
+  const char *v[FL_ARGS_MAX];
+  size_t len[FL_ARGS_MAX];
+  char nums[FL_ARGS_MAX][24]; /* storage for numbers */
+};
+
+void fl_args_init(struct fl_args *a);
+void fl_arg(struct fl_args *a, const char *s);
+void fl_arg_n(struct fl_args *a, const char *s, size_t len);
+void fl_arg_i(struct fl_args *a, int64_t v);
+void fl_arg_c(struct fl_args *a, char c);
+
+struct fl_pool;
+
+/* The command connection. */
+struct fl_link {
+  pthread_mutex_t mu;
+  redisContext *c;
+  char sha[FL_S_COUNT][41]; /* of the scripts, once loaded */
+  bool loaded;
+  int64_t sent_ms;       /* when the last script was sent (cq_now()) */
+  uint32_t backoff;      /* reconnections in a row, for the jittered backoff */
+  uint32_t drop_replies; /* tests: replies to drop, as if they were lost */
+};
+
+/* Connect (or reconnect) a context to the pool's server: AUTH, SELECT.
+ * NULL on failure, with the reason in `err`. */
+redisContext *fl_connect(const struct fl_pool *fp, char *err, size_t len);
+
+/*
+ * Run `script` with `a` on the command connection: EVALSHA, falling back
+ * to EVAL on NOSCRIPT; on a broken connection or a timeout, reconnect with
+ * a jittered backoff and send it again, flagged as a retry (the scripts
+ * are idempotent for a retry), until the pool's timeout. On 0 *out is the
+ * reply and link.mu is held: the caller applies it, then calls
+ * fl_call_done(). Otherwise nothing is held and a message is in `err`.
+ * Returns 0 or CQ_ESYS.
+ */
+int fl_call(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
+            redisReply **out, char *err, size_t len);
+/* The same with link.mu already held; it stays held whatever happens. */
+int fl_call_locked(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
+                   redisReply **out, char *err, size_t len);
+void fl_call_done(struct fl_pool *fp, redisReply *reply);
+
+/* Parts of a script's reply: {status, owed, n, n values, outcomes...}. */
+int fl_reply_status(const redisReply *r);
+bool fl_reply_owed(const redisReply *r);
+size_t fl_reply_nvalues(const redisReply *r);
+const char *fl_reply_value(const redisReply *r, size_t i); /* "" if absent */
+int64_t fl_reply_int(const redisReply *r, size_t i);
+
+/* ------------------------------------------------------------------------ */
+/* Names (request.c): resources this process has resolved                   */
+/* ------------------------------------------------------------------------ */
+
+struct fl_name {
+  char name[CQ_NAME_MAX + 1]; /* canonical: "gpu@hostA" for devices */
+  uint32_t uid;
+  uint8_t kind; /* enum cq_resource_kind */
+  uint32_t ndev;
+  char **ids; /* device ids, ndev of them */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Requests and grants (grant.c)                                             */
+/* ------------------------------------------------------------------------ */
+
+#define FL_REQ_MAGIC 0x66717271u /* "fqrq" */
+#define FL_GRANT_DEVS 480        /* devices one grant can hold */
+
+struct fl_ritem {
+  uint32_t name; /* index into the pool's names */
+  uint8_t mode;  /* 'u' units, 'f' fraction, 'w' whole devices */
+  uint8_t kind;
+  int64_t amount;
+};
+
+struct fl_req {
+  uint32_t magic;
+  uint16_t n;
+  int64_t limit_ms;
+  struct fl_ritem it[CQ_REQ_MAX_ITEMS]; /* in resource order */
+};
+
+enum fl_gstate { FL_G_IDLE = 0, FL_G_WAITING = 1, FL_G_HELD = 2 };
+enum fl_gstyle { FL_STYLE_BLOCKING = 1, FL_STYLE_CALLBACK = 2 };
+
+/* A blocked caller waits on this, on its own stack. */
+struct fl_wait {
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  bool done;
+};
+
+struct fl_gitem {
+  uint32_t name;
+  uint8_t mode;
+  int64_t held;
+  uint16_t dev_first; /* into devs[] */
+  uint16_t ndev;
+};
+
+struct fl_grant {
+  _Atomic uint8_t state; /* enum fl_gstate */
+  uint8_t style;
+  uint8_t n_items;
+  bool lost;        /* its lease was lost (held no more) */
+  bool in_table;    /* waiting: in the pool's table */
+  bool in_held;     /* held: in the pool's list */
+  int status;       /* of the finished attempt */
+  uint64_t op;      /* attempt number, unique in the pool */
+  uint64_t seq;     /* waiting: the server's arrival order */
+  uint64_t fence;   /* held: the fencing token */
+  uint64_t attempt; /* for events */
+  uint32_t parts;   /* partial releases sent */
+  uint32_t gen;     /* the session generation it belongs to */
+  int64_t deadline; /* waiting: CQ_NEVER or absolute on the pool's clock */
+  int64_t t_start;
+  cq_grant_cb cb;
+  struct fl_wait *wait;         /* blocking: the caller's */
+  struct fl_grant *hnext;       /* waiting: table chain */
+  struct fl_grant *prev, *next; /* held: the pool's list */
+  struct fl_grant *ready_next;  /* decided: to notify */
+  char id[40];                  /* "<session>.<op>" */
+  struct fl_gitem it[CQ_REQ_MAX_ITEMS];
+  uint16_t devs[FL_GRANT_DEVS];
+  uint16_t ndevs;
+};
+
+static inline struct fl_req *fl_req_of(cq_req *r) {
+  return (struct fl_req *)cq_backend_req_area(r);
+}
+static inline const struct fl_req *fl_req_ofc(const cq_req *r) {
+  return (const struct fl_req *)cq_backend_req_area_c(r);
+}
+static inline struct fl_grant *fl_grant_of(cq_grant *g) {
+  return (struct fl_grant *)cq_backend_grant_area(g);
+}
+static inline const struct fl_grant *fl_grant_ofc(const cq_grant *g) {
+  return (const struct fl_grant *)cq_backend_grant_area_c(g);
+}
+static inline cq_grant *fl_grant_pub(struct fl_grant *g) {
+  return (cq_grant *)(void *)((char *)g - CQ_BACKEND_HEADER_BYTES -
+                              offsetof(cq_grant, cq_private));
+}
+static inline cq_req *fl_req_pub(struct fl_req *r) {
+  return (cq_req *)(void *)((char *)r - CQ_BACKEND_HEADER_BYTES -
+                            offsetof(cq_req, cq_private));
+}
+/* The messages live in the core's header; cq_req_error() and
+ * cq_grant_error() read them there. */
+static inline char *fl_gmsg(struct fl_grant *g) {
+  return cq_backend_grant_msg(fl_grant_pub(g));
+}
+static inline char *fl_rmsg(struct fl_req *r) {
+  return cq_backend_req_msg(fl_req_pub(r));
+}
+_Static_assert(sizeof(struct fl_req) <= CQ_BACKEND_REQ_BYTES,
+               "a fleet request fits in a cq_req");
+_Static_assert(sizeof(struct fl_grant) <= CQ_BACKEND_GRANT_BYTES,
+               "a fleet grant fits in a cq_grant");
+_Static_assert(FL_MSG_MAX == CQ_BACKEND_MSG_MAX, "one message size");
+
+static inline uint8_t fl_gstate(const struct fl_grant *g) {
+  return atomic_load_explicit(&g->state, memory_order_acquire);
+}
+static inline void fl_gstate_set(struct fl_grant *g, uint8_t s) {
+  atomic_store_explicit(&g->state, s, memory_order_release);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The pool (pool.c, session.c)                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Work collected under `mu` and finished after dropping it. */
+struct fl_ctx {
+  struct fl_grant *ready_head, **ready_tail; /* callbacks, in order */
+  struct fl_grant *wake;                     /* blocked callers */
+};
+
+void fl_ctx_init(struct fl_ctx *c);
+
+/* An event waiting for the hook. */
+struct fl_event {
+  cq_event ev;
+  char resource[CQ_NAME_MAX + 1];
+};
+
+#define FL_POOL_MAGIC 0x666c6565u /* "flee" */
+
+/* Members in order of alignment (the padding check of clang-tidy), each
+ * group commented where it starts. */
+struct fl_pool {
+  uint32_t magic; /* first: tells a fleet pool from another backend's */
+  uint32_t gen;   /* the session's generation: grows with every new one */
+  cq_pool *pool;  /* the core's handle */
+  cq_fleet_opts opts;
+  int64_t ttl_ms, heartbeat_ms, timeout_ms, margin_ms;
+
+  struct fl_link link;
+  pthread_mutex_t mu;
+
+  /* The session (sid, fetch_due and closed below). */
+  _Atomic int64_t deadline_ms; /* local: its leases are lost after this */
+  int64_t next_hb_ms;
+  uint64_t inbox_seen; /* the last inbox entry applied */
+  uint64_t next_op;
+  uint64_t next_attempt;
+
+  /* Waiting grants by attempt number; held grants. */
+  struct fl_grant **table;
+  size_t table_cap, n_waiting;
+  struct fl_grant held; /* list head */
+
+  /* Resolved names. */
+  struct fl_name **names;
+
+  /* Events for the hook. */
+  struct fl_event *events;
+  uint64_t events_dropped, wakeups;
+
+  /* The background thread and its subscription. */
+  pthread_t bg;
+  redisContext *sub;
+
+  uint32_t n_names, cap_names;
+  uint32_t ev_cap, ev_head, ev_count;
+  int wake_fd[2]; /* the background thread's wake-up pipe */
+  struct fl_url url;
+  char ns[65];
+  char prefix[80]; /* "cq:{<namespace>}:" */
+  char host[CQ_NAME_MAX + 1];
+  char steps[16]; /* the share of work of one script, as text */
+  char sid[24];
+  char sub_channel[128];
+  bool fetch_due; /* a wake-up came: fetch the inbox */
+  _Atomic bool closed;
+  bool ev_delivering;
+  bool bg_running, bg_stop;
+};
+
+static inline struct fl_pool *fl_pool_of(cq_pool *pool) {
+  return (struct fl_pool *)cq_backend_impl(pool);
+}
+
+/* The pool's clock: the configured one with manual timers, else cq_now(). */
+int64_t fl_now(const struct fl_pool *fp);
+
+/* Record `msg` as the calling thread's cq_fleet_error(). */
+void fl_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* Write this host's device pools in `msg` as the caller does: "gpu" for
+ * "gpu@<this host>" (the names of other hosts' pools stay whole). */
+void fl_msg_local(const struct fl_pool *fp, char *msg);
+
+/* Whether c may appear in a resource or host name. */
+static inline bool fl_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.' || c == '/';
+}
+
+void fl_msgf(char *buf, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Events: record one (mu held); deliver what is pending (nothing held). */
+void fl_event(struct fl_pool *fp, cq_event_type type, const struct fl_grant *g,
+              const char *resource, int64_t wait_ms);
+void fl_events_deliver(struct fl_pool *fp);
+
+/* Wake blocked callers, deliver events, run callbacks (nothing held). */
+void fl_ctx_finish(struct fl_pool *fp, struct fl_ctx *c);
+
+/*
+ * Apply the outcomes of a reply, from index `from` on: each is "g <id>
+ * <fence> <held...>" (granted) or "x <id> <status> <message>" (left).
+ * Outcomes for attempts no longer waiting here (decided already, or of an
+ * earlier session) are ignored. link.mu held; takes mu.
+ */
+void fl_apply_outcomes(struct fl_pool *fp, const redisReply *r, size_t from,
+                       struct fl_ctx *ctx);
+/* Apply one outcome entry. mu held. */
+void fl_apply_outcome(struct fl_pool *fp, const char *entry,
+                      struct fl_ctx *ctx);
+
+/*
+ * Run `script` and handle what every operation may meet: work owed by an
+ * earlier script (settled here, then the operation is sent again), a
+ * session the server no longer knows (a new one is opened; the operation
+ * fails with CQ_ESYS when `session_bound`, else it is sent again), and
+ * the outcomes the reply carries (applied into `ctx`). On 0 *out is the
+ * reply with link.mu held (fl_call_done() after reading it).
+ */
+int fl_run(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
+           bool session_bound, redisReply **out, struct fl_ctx *ctx, char *err,
+           size_t len);
+
+/* Tests: the owed work settled so far, by every pool of the process. */
+extern _Atomic uint64_t cq__fleet_settles;
+
+/* Settle the namespace's owed work and fetch the inbox (link.mu held). */
+int fl_settle(struct fl_pool *fp, struct fl_ctx *ctx, char *err, size_t len);
+
+/* Expire the waiting grants whose deadline is at or before `now` (only
+ * callback waiters with `callbacks_only`): one abort script, all leave
+ * and then one sweep, as the in-process pool expires. */
+int fl_expire_due(struct fl_pool *fp, int64_t now, bool callbacks_only,
+                  struct fl_ctx *ctx);
+
+/* Sessions (session.c). */
+int fl_session_open(struct fl_pool *fp, char *err, size_t len);
+/* The session is lost: every lease is lost (events), every waiter fails
+ * with CQ_ESYS. mu held. */
+void fl_session_lost(struct fl_pool *fp, const char *why, struct fl_ctx *ctx);
+int fl_bg_start(struct fl_pool *fp);
+void fl_bg_stop(struct fl_pool *fp);
+/* Wake the background thread (a new deadline, a close). */
+void fl_bg_kick(struct fl_pool *fp);
+
+/* The waiting table (mu held). */
+int fl_table_put(struct fl_pool *fp, struct fl_grant *g);
+struct fl_grant *fl_table_get(struct fl_pool *fp, uint64_t op);
+void fl_table_del(struct fl_pool *fp, struct fl_grant *g);
+/* The earliest deadline of a waiting grant, or CQ_NEVER. */
+int64_t fl_table_first_deadline(struct fl_pool *fp);
+
+void fl_held_push(struct fl_pool *fp, struct fl_grant *g);
+void fl_held_unlink(struct fl_pool *fp, struct fl_grant *g);
+
+/* Decide a waiting grant (mu held): granted from `entry` fields, or left
+ * with `status` and `msg`. Queues its notification into ctx. */
+void fl_grant_decide(struct fl_pool *fp, struct fl_grant *g, int status,
+                     const char *payload, const char *msg, struct fl_ctx *ctx);
+
+/* Fill a granted grant's holdings from "held[:d,d] ..." (mu held). */
+int fl_grant_fill(struct fl_pool *fp, struct fl_grant *g, const char *payload);
+
+/* Names (request.c). */
+int fl_names_resolve(struct fl_pool *fp, const char *name, uint32_t *index,
+                     char *msg);
+const struct fl_name *fl_names_at(struct fl_pool *fp, uint32_t index);
+void fl_names_free(struct fl_pool *fp);
+/* Whether `name` as a caller writes it ("gpu", "gpu@hostA") is the
+ * canonical `canon`. */
+bool fl_name_is(const struct fl_pool *fp, const char *name, const char *canon);
+
+/* Add the items of a request as script arguments (mu taken). */
+void fl_args_items(struct fl_pool *fp, struct fl_args *a,
+                   const struct fl_req *r);
+
+/* Operations, for the backend table (pool.c, grant.c). */
+extern const cq_backend_ops fl_ops;
+
+int fl_op_close(cq_pool *pool);
+int fl_op_destroy(cq_pool *pool);
+int fl_op_expire(cq_pool *pool, int64_t *next_deadline_ms);
+int fl_op_stats_get(cq_pool *pool, cq_pool_stats *out);
+int fl_op_budget_add(cq_pool *pool, const char *name, int64_t capacity,
+                     int kind, unsigned flags);
+int fl_op_set_capacity(cq_pool *pool, const char *name, int64_t capacity,
+                       int kind);
+int fl_op_resource_remove(cq_pool *pool, const char *name);
+int fl_op_resource_stats_get(cq_pool *pool, const char *name,
+                             cq_resource_stats *out);
+int fl_op_pool_snapshot(cq_pool *pool, cq_resource_stats *out, size_t cap,
+                        size_t *count);
+int fl_op_devices_add(cq_pool *pool, const char *name, size_t count,
+                      const char *const *ids);
+int fl_op_device_stats_get(cq_pool *pool, const char *name, uint32_t index,
+                           cq_device_stats *out);
+int fl_op_device_set_online(cq_pool *pool, const char *name, uint32_t index,
+                            int online);
+int fl_op_req_init(cq_req *req, cq_pool *pool);
+int fl_op_req_add(cq_req *req, const char *resource, int64_t amount, int mode);
+int fl_op_req_set_hold_limit(cq_req *req, int64_t limit_ms);
+size_t fl_op_req_count(const cq_req *req);
+int fl_op_grant_try(cq_pool *pool, cq_grant *grant, const cq_req *req);
+int fl_op_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
+                        int64_t deadline_ms);
+int fl_op_grant_submit(cq_pool *pool, cq_grant *grant, const cq_req *req,
+                       int64_t deadline_ms, cq_grant_cb cb);
+int fl_op_grant_abort(cq_pool *pool, cq_grant *grant, int status);
+int fl_op_grant_release(cq_pool *pool, cq_grant *grant);
+int fl_op_grant_release_part(cq_pool *pool, cq_grant *grant,
+                             const char *resource, int64_t amount);
+int fl_op_grant_release_device(cq_pool *pool, cq_grant *grant,
+                               const char *resource, uint32_t index,
+                               int64_t milli);
+size_t fl_op_grant_devices(const cq_grant *grant, const char *resource,
+                           uint32_t *indices, size_t cap);
+int fl_op_grant_cuda_visible(const cq_grant *grant, const char *resource,
+                             char *buf, size_t len);
+int64_t fl_op_grant_held(const cq_grant *grant, const char *resource);
+int fl_op_grant_is_held(const cq_grant *grant);
+int fl_op_req_headroom(cq_pool *pool, const cq_req *req, int64_t *copies);
+int fl_op_tasks_validate(cq_pool *pool, const cq_task *tasks, size_t n,
+                         cq_problem_fn fn, void *arg);
+int fl_op_pool_room(cq_pool *pool, const char *job_class, cq_room *out);
+
+#endif /* CRONOQ_FLEET_H */

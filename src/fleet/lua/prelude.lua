@@ -1,0 +1,1114 @@
+#!lua
+-- The fleet pool's policy, shared by every operation's script: each
+-- script is this prelude followed by the operation's own body (the
+-- build joins them). It is the README's specification ("The waiting
+-- policy: FIFO with reservation", "Device pools") carried out on state
+-- kept in Redis, so that every process that opens a namespace obeys the
+-- same rule as one in-process pool. The in-process implementation is
+-- src/queue.c and src/device.c; this file follows their structure, and a
+-- differential test (tests/fleet/) holds the two to the same outcomes.
+--
+-- Keys. KEYS[1] is the namespace's prefix, "cq:{<namespace>}:"; every key
+-- of the namespace starts with it (one hash tag, so that a Redis Cluster
+-- keeps a namespace on one slot). P.."meta" holds the schema version and
+-- the counters; P.."r:"..name a resource; P.."d:"..name the devices of a
+-- device pool (u<i> thousandths used, w<i> held whole, o<i> online, g<i>
+-- grants, p<i> peak) and P.."di:"..name their ids; P.."c:"..name the
+-- waiters that claim a resource and P.."b:"..name those blocked on it
+-- (sorted sets by arrival, members "<waiter> <mode><amount>"),
+-- P.."n:"..name the waiters that name it (scored by what they ask, to find
+-- those a shrink makes unsatisfiable); P.."Q" every waiter by arrival and
+-- P.."W" their records; P.."S" the sessions by expiry, P.."s:"..sid a
+-- session, P.."L:"..sid its leases, P.."w:"..sid its waiters and
+-- P.."in:"..sid its inbox of outcomes.
+--
+-- Invariants kept by every script:
+-- - Amounts are integers (budget units, thousandths of a device) below
+--   2^41, exact in Lua's doubles.
+-- - r.used is the sum of what the leases hold; per device, u<i> likewise.
+-- - nc, nb and nw count the members of c:, b: and n:.
+-- - At the end of a script no waiter is covered by its blocker, unless
+--   the namespace owes work (meta owed = 1): then P.."owed" holds the
+--   resources still to walk, and the next script walks them first.
+-- - A script checks everything before it writes, so that a refusal
+--   changes nothing (scripts have no rollback).
+
+local P = KEYS[1]
+local SID = ARGV[1]
+local STEPS = tonumber(ARGV[2])
+local RETRY = ARGV[3] == '1'
+local HOST = ARGV[4] -- the caller's host, for names without one
+local ARG0 = 4 -- the operation's own arguments start after this
+
+local call = redis.call
+local BUDGET, DEVICES, CLASS = 1, 2, 3
+local MILLI = 1000
+local INF = math.huge
+local LONE = 1
+
+-- Reply statuses besides the negative error codes of cronoq.h.
+local OK, WAITING, OWED, NOSESSION, NONS, UNKNOWN, GRANTED = 0, 1, 2, 3, 4,
+  5, 6
+local EINVAL, EBUSY, ETIMEDOUT, ECANCELED, ECLOSED, ENEVER, ENOENT, EEXIST,
+  EINUSE, ESTATE, ERANGE = -1, -3, -4, -5, -6, -7, -8, -9, -10, -11, -13
+
+local steps = 0
+local function rc(...)
+  steps = steps + 1
+  return call(...)
+end
+
+local function fmt(n) return string.format('%d', n) end
+local function min(a, b) if a < b then return a end return b end
+local function max(a, b) if a > b then return a end return b end
+
+local NOW
+local function now_ms()
+  if NOW == nil then
+    local t = call('TIME')
+    NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return NOW
+end
+
+local SCHEMA = '1'
+local META = call('HMGET', P .. 'meta', 'schema', 'staged', 'owed', 'audit')
+local STAGED = META[2] == '1'
+local AUDIT = META[4] == '1'
+
+local function split(s)
+  local t = {}
+  for x in string.gmatch(s, '%S+') do t[#t + 1] = x end
+  return t
+end
+
+-- --------------------------------------------------------------------------
+-- Resources, cached for the script and written back by finish()
+-- --------------------------------------------------------------------------
+
+local RES, RLIST = {}, {}
+
+-- The fields of a resource's hash that scripts change, written back by
+-- finish() when they did.
+local RFIELDS = {'cap', 'used', 'peak', 'gr', 'nc', 'nb', 'nw', 'on', 'lo',
+                 'nh'}
+
+local function res(name)
+  local r = RES[name]
+  if r ~= nil then return r or nil end
+  local v = rc('HMGET', P .. 'r:' .. name, 'k', 'uid', 'fl', 'n', 'cap',
+    'used', 'peak', 'gr', 'nc', 'nb', 'nw', 'on', 'lo', 'nh')
+  if not v[1] then
+    RES[name] = false
+    return nil
+  end
+  r = {name = name, k = tonumber(v[1]), uid = tonumber(v[2]),
+       fl = tonumber(v[3]) or 0, n = tonumber(v[4]) or 0, cver = 0,
+       dirty = false, inc = {}, was = {}}
+  for i, f in ipairs(RFIELDS) do
+    local x = tonumber(v[4 + i]) or 0
+    r[f] = x
+    r.was[f] = x
+  end
+  RES[name] = r
+  return r
+end
+
+-- A resource as a caller names it: a name without a host is this host's
+-- device pool when there is one ("gpu" is "gpu@<host>").
+local function lookup(name)
+  if not string.find(name, '@', 1, true) then
+    local r = res(name .. '@' .. HOST)
+    if r ~= nil and r.k == DEVICES then return r end
+  end
+  return res(name)
+end
+
+-- Put x on `list` (of what finish() writes back) once.
+local function listed(x, list)
+  if not x.dirty then
+    x.dirty = true
+    list[#list + 1] = x
+  end
+end
+
+local function touch(r) listed(r, RLIST) end
+
+-- A counter that is only ever added to (timeouts, cancellations, waits).
+local function bump(r, field, by)
+  r.inc[field] = (r.inc[field] or 0) + by
+  touch(r)
+end
+
+-- Whether a request for `a` units of r is a lone request: larger than the
+-- capacity, on a budget with the lone-request allowance.
+local function is_lone(r, a)
+  return r.k == BUDGET and r.fl % 2 == LONE and a > r.cap
+end
+
+-- What an item of mode m and amount a takes of r: a class item one
+-- worker; a lone request the whole capacity, and at least one unit, so
+-- that on a lone budget of capacity 0 it waits instead of holding nothing.
+local function need_of(r, m, a)
+  if is_lone(r, a) then return max(r.cap, 1) end
+  return a
+end
+
+-- Free units: nothing while a lone grant holds the budget (whatever the
+-- capacity does meanwhile, whatever it gives back early), else capacity
+-- less what is held, never below 0.
+local function bfree(r)
+  if r.lo > 0 then return 0 end
+  local f = r.cap - r.used
+  if f < 0 then return 0 end
+  return f
+end
+
+-- --------------------------------------------------------------------------
+-- Device pools
+-- --------------------------------------------------------------------------
+
+local DEVS = {}
+
+local function devs(r)
+  local d = DEVS[r.name]
+  if d ~= nil then return d end
+  d = {u = {}, w = {}, o = {}, g = {}, p = {}, changed = {}, ver = 0}
+  local flat = rc('HGETALL', P .. 'd:' .. r.name)
+  for i = 1, #flat, 2 do
+    local f = flat[i]
+    d[string.sub(f, 1, 1)][tonumber(string.sub(f, 2))] = tonumber(flat[i + 1])
+  end
+  DEVS[r.name] = d
+  return d
+end
+
+local function dev_free(d, i) return MILLI - d.u[i] end
+
+-- Change device i's use by delta thousandths, keeping its peak and the
+-- pool's totals.
+local function dev_use(r, d, i, delta)
+  d.u[i] = d.u[i] + delta
+  if d.u[i] > d.p[i] then d.p[i] = d.u[i] end
+  d.changed[i] = true
+  d.ver = d.ver + 1
+  r.used = r.used + delta
+  if r.used > r.peak then r.peak = r.used end
+  touch(r)
+end
+
+-- The online devices, most free first, ties to the lowest index: the order
+-- in which claimants reserve.
+local function dev_sorted(r, d)
+  if d.sorted ~= nil and d.sver == d.ver then return d.sorted end
+  local s = {}
+  for i = 0, r.n - 1 do
+    if d.o[i] == 1 then s[#s + 1] = i end
+  end
+  table.sort(s, function(a, b)
+    local fa, fb = d.u[a], d.u[b]
+    if fa ~= fb then return fa < fb end
+    return a < b
+  end)
+  d.sorted, d.sver = s, d.ver
+  return s
+end
+
+-- Members of the claims and blocked sets: "<waiter> <mode><amount>".
+local function member(wid, it) return wid .. ' ' .. it.m .. fmt(it.a) end
+local function parse_member(s)
+  local wid, m, a = string.match(s, '^(%S+) (%a)(%d+)$')
+  return wid, m, tonumber(a)
+end
+
+-- The first claimants of r in arrival order, {seq, m, a}; at most `upto`.
+local function claim_chain(r, upto)
+  if r.chain ~= nil and r.chain_ver == r.cver and r.chain_upto >= upto then
+    return r.chain
+  end
+  local chain = {}
+  if r.nc > 0 and upto > 0 then
+    local v = rc('ZRANGE', P .. 'c:' .. r.name, 0, upto - 1, 'WITHSCORES')
+    for j = 1, #v, 2 do
+      local wid, m, a = parse_member(v[j])
+      chain[#chain + 1] = {wid = wid, seq = tonumber(v[j + 1]), m = m, a = a}
+    end
+  end
+  r.chain, r.chain_ver, r.chain_upto = chain, r.cver, upto
+  return chain
+end
+
+-- How many of the sorted devices claimants older than `seq` reserve:
+-- every claimant, in arrival order, reserves from what the older ones
+-- left the device with the most free capacity for a fraction and the n
+-- devices with the most free capacity for n whole devices. Since the
+-- order of the devices does not change during one question, that is a
+-- prefix of dev_sorted().
+local function dev_reserved_count(r, d, seq)
+  local s = dev_sorted(r, d)
+  local chain = claim_chain(r, #s)
+  local k = 0
+  for _, c in ipairs(chain) do
+    if c.seq >= seq or k >= #s then break end
+    if c.m == 'w' then k = k + c.a else k = k + 1 end
+  end
+  return min(k, #s), s
+end
+
+-- The devices reserved for claimants older than `seq`, as a set.
+local function dev_excluded(r, d, seq)
+  local k, s = dev_reserved_count(r, d, seq)
+  local ex = {}
+  for j = 1, k do ex[s[j]] = true end
+  return ex
+end
+
+-- Where an item would go on the devices not in `ex`: a fraction best fit
+-- (the least free capacity that fits, ties to the lowest index), n whole
+-- devices the lowest-index entirely free ones. nil when it does not fit.
+local function dev_place(r, d, m, a, ex)
+  if m == 'f' then
+    local best, bf
+    for i = 0, r.n - 1 do
+      if d.o[i] == 1 and not ex[i] then
+        local f = dev_free(d, i)
+        if f >= a and (best == nil or f < bf) then best, bf = i, f end
+      end
+    end
+    if best == nil then return nil end
+    return {best}
+  end
+  local out = {}
+  for i = 0, r.n - 1 do
+    if #out >= a then break end
+    if d.o[i] == 1 and not ex[i] and d.u[i] == 0 then out[#out + 1] = i end
+  end
+  if #out == a and a > 0 then return out end
+  return nil
+end
+
+local function dev_any_free(r, d)
+  for i = 0, r.n - 1 do
+    if d.o[i] == 1 and d.u[i] < MILLI then return true end
+  end
+  return false
+end
+
+-- The waiters this script read (by id; false: none) and changed, written
+-- back by finish() (see waiting()).
+local WAIT, WLIST = {}, {}
+
+-- --------------------------------------------------------------------------
+-- Claimants, offers, coverage
+-- --------------------------------------------------------------------------
+
+-- The claimant of r: the oldest waiter with a claim on it, or nil.
+local function claimant(r)
+  local chain = claim_chain(r, 1)
+  return chain[1]
+end
+
+-- Units of budget or class r offered to a request of arrival `seq`:
+-- everything free, less what the claimant withholds when it is older.
+local function offer(r, seq)
+  local f = bfree(r)
+  local c = claimant(r)
+  if c ~= nil and c.seq < seq then f = f - min(f, need_of(r, c.m, c.a)) end
+  return f
+end
+
+local function covered(seq, it)
+  local r = res(it.name)
+  if r.k == DEVICES then
+    local d = devs(r)
+    return dev_place(r, d, it.m, it.a, dev_excluded(r, d, seq)) ~= nil
+  end
+  return need_of(r, it.m, it.a) <= offer(r, seq)
+end
+
+-- --------------------------------------------------------------------------
+-- Dirty resources: where waiters may have become covered
+-- --------------------------------------------------------------------------
+
+-- name -> the arrival after which its blocked waiters must be walked.
+local DIRTY = {}
+local NDIRTY = 0
+
+local function mark(r, after)
+  if r.nb == 0 then return end
+  local cur = DIRTY[r.name]
+  if cur == nil then
+    DIRTY[r.name] = after
+    NDIRTY = NDIRTY + 1
+  elseif after < cur then
+    DIRTY[r.name] = after
+  end
+end
+
+-- --------------------------------------------------------------------------
+-- Validation and messages (the same words as the in-process pool)
+-- --------------------------------------------------------------------------
+
+local function milli_text(v)
+  local whole, frac = math.floor(v / MILLI), v % MILLI
+  if frac == 0 then return fmt(whole) end
+  local digits = 3
+  while frac % 10 == 0 do
+    frac = frac / 10
+    digits = digits - 1
+  end
+  return fmt(whole) .. '.' .. string.format('%0' .. digits .. 'd', frac)
+end
+
+local function item_text(it)
+  if it.m == 'f' then return it.name .. ':' .. milli_text(it.a) end
+  return it.name .. ':' .. fmt(it.a)
+end
+
+-- 0, or an error code and its message, for one item as the namespace is
+-- now.
+local function validate_item(it)
+  local r = res(it.name)
+  if r == nil or r.uid ~= it.uid then
+    return ENOENT, 'request names ' .. it.name .. ', which was removed'
+  end
+  if r.k == DEVICES then
+    if it.m == 'w' and it.a > r.on then
+      return ENEVER, 'request asks ' .. fmt(it.a) .. ' devices of ' ..
+        it.name .. ' but it has ' .. fmt(r.on)
+    end
+    if it.m == 'f' and r.on == 0 then
+      return ENEVER, 'request asks ' .. item_text(it) .. ' but ' .. it.name ..
+        ' has no device'
+    end
+    return 0
+  end
+  if it.a > r.cap and r.fl % 2 ~= LONE then
+    if r.k == CLASS then
+      return ENEVER, 'request is of class ' .. it.name ..
+        ', whose max_workers is ' .. fmt(r.cap)
+    end
+    return ENEVER, 'request asks ' .. it.name .. ':' .. fmt(it.a) ..
+      ' but its capacity is ' .. fmt(r.cap)
+  end
+  return 0
+end
+
+local function validate(items)
+  for _, it in ipairs(items) do
+    local code, msg = validate_item(it)
+    if code ~= 0 then return code, msg end
+  end
+  return 0
+end
+
+-- Items from the arguments at `at`: a count, then (mode, name, uid,
+-- amount) per item, in resource order.
+local function parse_items(at)
+  local n = tonumber(ARGV[at])
+  local items = {}
+  for i = 1, n do
+    local b = at + (i - 1) * 4
+    items[i] = {m = ARGV[b + 1], name = ARGV[b + 2], uid = tonumber(ARGV[b + 3]),
+                a = tonumber(ARGV[b + 4])}
+  end
+  return items, at + 1 + n * 4
+end
+
+-- --------------------------------------------------------------------------
+-- Leases and outcomes
+-- --------------------------------------------------------------------------
+
+local OUT = {} -- outcomes for the calling session, in order
+local PUB = {} -- other sessions' outcomes, sent on their channels
+
+-- Tell session `sid` an outcome: its inbox, which its heartbeat fetches,
+-- and the reply when it is the caller, else a message on its channel that
+-- carries the outcome itself (a message lost costs latency: the inbox has
+-- it too).
+local function outcome(sid, entry)
+  rc('RPUSH', P .. 'in:' .. sid, entry)
+  if sid == SID then
+    OUT[#OUT + 1] = entry
+  else
+    local list = PUB[sid]
+    if list == nil then
+      list = {}
+      PUB[sid] = list
+    end
+    list[#list + 1] = entry
+  end
+end
+
+-- The audit log (CQ_FLEET_AUDIT), for tests and operators: "G <id>
+-- <fence> <n>" and per item "<name> <held> <devices|-> <free> <withheld>"
+-- for a grant, where free is what the resource had free before it (for a
+-- device pool -1) and withheld what it withheld for claimants older than
+-- the grantee (for a device pool the devices they reserved, or -); "r
+-- <id>" for a release; "p <id> <name> <amount> <device|-1>" for a part
+-- given back early; "e <session>" for a session ended.
+local function audit(entry)
+  if AUDIT then rc('RPUSH', P .. 'audit', entry) end
+end
+
+-- Take what a covered request of arrival `seq` asks. Returns per item
+-- {held, devices, lone}, and with the audit log on, what the log says of
+-- each item's decision (see audit()).
+local function take(items, seq)
+  local held, why = {}, {}
+  for i, it in ipairs(items) do
+    local r = res(it.name)
+    if r.k == DEVICES then
+      local d = devs(r)
+      local ex = dev_excluded(r, d, seq)
+      if AUDIT then
+        local rsv = {}
+        for x, _ in pairs(ex) do rsv[#rsv + 1] = x end
+        table.sort(rsv)
+        why[i] = '-1 ' .. (#rsv > 0 and table.concat(rsv, ',') or '-')
+      end
+      local where = dev_place(r, d, it.m, it.a, ex)
+      local each = it.a
+      if it.m == 'w' then each = MILLI end
+      for _, x in ipairs(where) do
+        dev_use(r, d, x, each)
+        if it.m == 'w' then d.w[x] = 1 end
+        d.g[x] = d.g[x] + 1
+      end
+      r.gr = r.gr + 1
+      held[i] = {each * #where, where}
+    else
+      if AUDIT then
+        local c = claimant(r)
+        local wo = 0
+        if c ~= nil and c.seq < seq then wo = min(bfree(r), need_of(r, c.m, c.a)) end
+        why[i] = fmt(bfree(r)) .. ' ' .. fmt(wo)
+      end
+      local nd = need_of(r, it.m, it.a)
+      local lone = is_lone(r, it.a)
+      if lone then r.lo = 1 end
+      r.used = r.used + nd
+      if r.used > r.peak then r.peak = r.used end
+      r.gr = r.gr + 1
+      touch(r)
+      held[i] = {nd, nil, lone}
+    end
+    r.nh = r.nh + 1
+  end
+  return held, why
+end
+
+-- Per item "held" or "held:d,d": what a grant reports.
+local function held_text(held)
+  local t = {}
+  for i, h in ipairs(held) do
+    if h[2] ~= nil then
+      t[i] = fmt(h[1]) .. ':' .. table.concat(h[2], ',')
+    else
+      t[i] = fmt(h[1])
+    end
+  end
+  return table.concat(t, ' ')
+end
+
+-- Record a lease of session sid; returns the outcome entry. A lease item's
+-- mode is the request's, or 'l' for a lone grant of a budget. `why` is
+-- take()'s account of the decision, for the audit log.
+local function hold(sid, id, items, held, limit, why)
+  local fence = call('HINCRBY', P .. 'meta', 'fence', 1)
+  local t = {}
+  for i, it in ipairs(items) do
+    local devs_text = '-'
+    if held[i][2] ~= nil then devs_text = table.concat(held[i][2], ',') end
+    local m = it.m
+    if held[i][3] then m = 'l' end
+    t[i] = m .. ' ' .. it.name .. ' ' .. fmt(it.uid) .. ' ' ..
+      fmt(held[i][1]) .. ' ' .. devs_text
+  end
+  rc('HSET', P .. 'L:' .. sid, id, fmt(fence) .. ' ' .. fmt(limit) .. ' 0 ' ..
+    fmt(#items) .. ' ' .. table.concat(t, ' '))
+  local entry = 'g ' .. id .. ' ' .. fmt(fence) .. ' ' .. held_text(held)
+  if AUDIT then
+    local a = {}
+    for i, it in ipairs(items) do
+      local dv = '-'
+      if held[i][2] ~= nil then dv = table.concat(held[i][2], ',') end
+      a[i] = it.name .. ' ' .. fmt(held[i][1]) .. ' ' .. dv .. ' ' .. why[i]
+    end
+    audit('G ' .. id .. ' ' .. fmt(fence) .. ' ' .. fmt(#items) ..
+      (#items > 0 and ' ' or '') .. table.concat(a, ' '))
+  end
+  return entry
+end
+
+local function decode_lease(rec)
+  local f = split(rec)
+  local l = {fence = tonumber(f[1]), limit = tonumber(f[2]),
+             parts = tonumber(f[3]), items = {}}
+  for i = 1, tonumber(f[4]) do
+    local b = 4 + (i - 1) * 5
+    local it = {m = f[b + 1], name = f[b + 2], uid = tonumber(f[b + 3]),
+                held = tonumber(f[b + 4]), devs = {}}
+    if f[b + 5] ~= '-' then
+      for x in string.gmatch(f[b + 5], '%d+') do
+        it.devs[#it.devs + 1] = tonumber(x)
+      end
+    end
+    l.items[i] = it
+  end
+  return l
+end
+
+-- Give back `amount` of lease item `it` (on devices: the devices listed,
+-- or only device `one`), and mark the resource for the sweep.
+local function give_back(it, amount, one)
+  local r = res(it.name)
+  if r == nil or r.uid ~= it.uid then return end
+  if r.k == DEVICES then
+    local d = devs(r)
+    if it.m == 'f' then
+      if amount > 0 then dev_use(r, d, it.devs[1], -amount) end
+    else
+      for _, x in ipairs(it.devs) do
+        if one == nil or x == one then
+          d.w[x] = 0
+          dev_use(r, d, x, -MILLI)
+        end
+      end
+    end
+  else
+    r.used = r.used - amount
+    touch(r)
+  end
+  mark(r, 0)
+end
+
+-- A whole lease comes back: its units, its lone bits, its holders.
+local function release_lease(l)
+  for _, it in ipairs(l.items) do
+    give_back(it, it.held)
+    local r = res(it.name)
+    if r ~= nil and r.uid == it.uid then
+      if it.m == 'l' then r.lo = 0 end
+      r.nh = r.nh - 1
+      touch(r)
+    end
+  end
+end
+
+-- --------------------------------------------------------------------------
+-- Waiting: queueing, claims, granting, leaving, the sweep
+-- --------------------------------------------------------------------------
+
+-- Everything below is defined on first use, by waiting(): an operation
+-- that meets no waiter (an uncontended acquire or release) never pays for
+-- creating these functions, which every call of a script would otherwise
+-- do before its first line of work.
+local W
+
+local function waiting()
+  if W ~= nil then return W end
+  -- A waiter's record: "seq sid t claims blocker limit n" and n items
+  -- "m name uid a"; claims is a bit mask over the items (1-based bits).
+  local function decode_waiter(wid, rec)
+    local f = split(rec)
+    local w = {wid = wid, seq = tonumber(f[1]), sid = f[2], t = tonumber(f[3]),
+               claims = {}, blocker = tonumber(f[5]), limit = tonumber(f[6]),
+               items = {}, dirty = false}
+    local mask = tonumber(f[4])
+    local n = tonumber(f[7])
+    for i = 1, n do
+      local b = 7 + (i - 1) * 4
+      w.items[i] = {m = f[b + 1], name = f[b + 2], uid = tonumber(f[b + 3]),
+                    a = tonumber(f[b + 4])}
+      if math.floor(mask / 2 ^ (i - 1)) % 2 == 1 then w.claims[i] = true end
+    end
+    return w
+  end
+
+  local function encode_items(items)
+    local t = {}
+    for i, it in ipairs(items) do
+      t[i] = it.m .. ' ' .. it.name .. ' ' .. fmt(it.uid) .. ' ' .. fmt(it.a)
+    end
+    return table.concat(t, ' ')
+  end
+
+  local function encode_waiter(w)
+    local mask = 0
+    for i, _ in pairs(w.claims) do mask = mask + 2 ^ (i - 1) end
+    return fmt(w.seq) .. ' ' .. w.sid .. ' ' .. fmt(w.t) .. ' ' .. fmt(mask) ..
+      ' ' .. fmt(w.blocker) .. ' ' .. fmt(w.limit) .. ' ' .. fmt(#w.items) ..
+      ' ' .. encode_items(w.items)
+  end
+
+  local function waiter(wid)
+    local w = WAIT[wid]
+    if w ~= nil then return w or nil end
+    local rec = rc('HGET', P .. 'W', wid)
+    if not rec then
+      WAIT[wid] = false
+      return nil
+    end
+    w = decode_waiter(wid, rec)
+    WAIT[wid] = w
+    return w
+  end
+
+  local function wtouch(w) listed(w, WLIST) end
+
+  -- Record that waiter w claims item i. A new claimant may withhold less
+  -- than the one before, so the waiters blocked there are walked again.
+  local function claim(w, i)
+    if w.claims[i] then return end
+    local it = w.items[i]
+    local r = res(it.name)
+    local c = claimant(r)
+    rc('ZADD', P .. 'c:' .. r.name, w.seq, member(w.wid, it))
+    r.nc = r.nc + 1
+    r.cver = r.cver + 1
+    touch(r)
+    w.claims[i] = true
+    wtouch(w)
+    if c == nil or w.seq < c.seq then mark(r, w.seq) end
+  end
+
+  -- Drop every claim of w. Where it was the claimant what it withheld is
+  -- open again; on a device pool every claimant's going moves the
+  -- reservations of the younger ones.
+  local function drop_claims(w)
+    for i = 1, #w.items do
+      if w.claims[i] then
+        local it = w.items[i]
+        local r = res(it.name)
+        local c = claimant(r)
+        rc('ZREM', P .. 'c:' .. r.name, member(w.wid, it))
+        r.nc = r.nc - 1
+        r.cver = r.cver + 1
+        touch(r)
+        w.claims[i] = nil
+        if r.k == DEVICES or (c ~= nil and c.wid == w.wid) then
+          mark(r, w.seq)
+        end
+      end
+    end
+  end
+
+  local function block_on(w, i)
+    local r = res(w.items[i].name)
+    rc('ZADD', P .. 'b:' .. r.name, w.seq, member(w.wid, w.items[i]))
+    r.nb = r.nb + 1
+    touch(r)
+    w.blocker = i
+    wtouch(w)
+  end
+
+  local function unblock(w)
+    local r = res(w.items[w.blocker].name)
+    rc('ZREM', P .. 'b:' .. r.name, member(w.wid, w.items[w.blocker]))
+    r.nb = r.nb - 1
+    touch(r)
+  end
+
+  local function encode_lease(l)
+    local t = {}
+    for i, it in ipairs(l.items) do
+      local d = '-'
+      if #it.devs > 0 then d = table.concat(it.devs, ',') end
+      t[i] = it.m .. ' ' .. it.name .. ' ' .. fmt(it.uid) .. ' ' ..
+        fmt(it.held) .. ' ' .. d
+    end
+    return fmt(l.fence) .. ' ' .. fmt(l.limit) .. ' ' .. fmt(l.parts) .. ' ' ..
+      fmt(#l.items) .. ' ' .. table.concat(t, ' ')
+  end
+
+  -- The outcome entry of an existing lease, for a retried acquire.
+  local function lease_entry(id, l)
+    local t = {}
+    for i, it in ipairs(l.items) do
+      if it.m == 'f' or it.m == 'w' then
+        t[i] = fmt(it.held) .. ':' .. table.concat(it.devs, ',')
+      else
+        t[i] = fmt(it.held)
+      end
+    end
+    return 'g ' .. id .. ' ' .. fmt(l.fence) .. ' ' .. table.concat(t, ' ')
+  end
+
+  -- Claim what w lacks (only the first lack with staged claims); the index
+  -- of the first item it lacks, or nil when it is covered everywhere.
+  local function claim_lacks(w)
+    local first
+    for i = 1, #w.items do
+      if not covered(w.seq, w.items[i]) then
+        if first == nil then
+          first = i
+        elseif STAGED then
+          break
+        end
+        claim(w, i)
+      end
+    end
+    return first
+  end
+
+  -- Take w out of every waiting structure, claims included.
+  local function dequeue(w)
+    drop_claims(w)
+    unblock(w)
+    for _, it in ipairs(w.items) do
+      local r = res(it.name)
+      rc('ZREM', P .. 'n:' .. it.name, w.wid)
+      r.nw = r.nw - 1
+      touch(r)
+    end
+    rc('ZREM', P .. 'Q', w.wid)
+    rc('HDEL', P .. 'W', w.wid)
+    rc('SREM', P .. 'w:' .. w.sid, w.wid)
+    WAIT[w.wid] = false
+  end
+
+  -- The waiting-time histogram: exact below 8 ms, then eight buckets per
+  -- power of two (as the in-process pool keeps it).
+  local function hist_index(v)
+    if v < 8 then
+      if v < 0 then return 0 end
+      return v
+    end
+    local e = 0
+    local x = v
+    while x >= 2 do
+      x = x / 2
+      e = e + 1
+    end
+    if e > 44 then return 8 + 8 * 42 - 1 end
+    return 8 + (e - 3) * 8 + math.floor(v / 2 ^ (e - 3)) % 8
+  end
+
+  local WMAX = {}
+
+  local function wait_add(r, v)
+    if v < 0 then v = 0 end
+    bump(r, 'wn', 1)
+    bump(r, 'ws', v)
+    rc('HINCRBY', P .. 'h:' .. r.name, fmt(hist_index(v)), 1)
+    local m = WMAX[r.name]
+    if m == nil then m = tonumber(rc('HGET', P .. 'r:' .. r.name, 'wm')) or 0 end
+    if v > m then
+      m = v
+      rc('HSET', P .. 'r:' .. r.name, 'wm', fmt(v))
+    end
+    WMAX[r.name] = m
+  end
+
+  local function grant_waiter(w)
+    local held, why = take(w.items, w.seq)
+    dequeue(w)
+    local waited = now_ms() - w.t
+    for _, it in ipairs(w.items) do wait_add(res(it.name), waited) end
+    rc('HINCRBY', P .. 'meta', 'waited', 1)
+    outcome(w.sid, hold(w.sid, w.wid, w.items, held, w.limit, why))
+  end
+
+  -- A waiter leaves with `status` (not 0): timed out, cancelled, closed or
+  -- never satisfiable.
+  local function leave(w, status, msg)
+    for _, it in ipairs(w.items) do
+      if status == ETIMEDOUT then
+        bump(res(it.name), 'to', 1)
+      elseif status == ECANCELED then
+        bump(res(it.name), 'ca', 1)
+      end
+    end
+    dequeue(w)
+    outcome(w.sid, 'x ' .. w.wid .. ' ' .. fmt(status) .. ' ' .. (msg or ''))
+  end
+
+  local function examine(w)
+    local first = claim_lacks(w)
+    if first == nil then
+      grant_waiter(w)
+    elseif first ~= w.blocker then
+      unblock(w)
+      block_on(w, first)
+    end
+  end
+
+  -- Queue a new arrival that did not fit: it claims what it lacks and
+  -- blocks on the first.
+  local function enqueue(id, items, limit)
+    local seq = call('HINCRBY', P .. 'meta', 'seq', 1)
+    local w = {wid = id, seq = seq, sid = SID, t = now_ms(), claims = {},
+               blocker = 1, limit = limit, items = items, dirty = true}
+    WAIT[id] = w
+    WLIST[#WLIST + 1] = w
+    rc('ZADD', P .. 'Q', seq, id)
+    rc('SADD', P .. 'w:' .. SID, id)
+    for _, it in ipairs(items) do
+      local r = res(it.name)
+      local score = it.a
+      if it.m == 'f' then score = 0 end
+      rc('ZADD', P .. 'n:' .. it.name, score, id)
+      r.nw = r.nw + 1
+      touch(r)
+    end
+    local first = claim_lacks(w)
+    block_on(w, first or 1)
+    return w
+  end
+
+  -- What next_candidate() returns when the script has done its share of
+  -- work: the walk goes on from where it stopped, in the next script.
+  local STOP = {}
+
+  -- The oldest waiter blocked on dirty r, after its walk position, that r
+  -- covers now. Waiters passed over are not covered, and stay so for the
+  -- rest of the sweep unless r is marked again.
+  local function next_candidate(name)
+    local r = res(name)
+    if r == nil or r.nb == 0 then return nil end
+    local d
+    if r.k == DEVICES then
+      d = devs(r)
+      if not dev_any_free(r, d) then return nil end
+    elseif bfree(r) == 0 then
+      return nil
+    end
+    local c = claimant(r)
+    local cseq = INF
+    if c ~= nil then cseq = c.seq end
+    local chunk = 16
+    while true do
+      local v = rc('ZRANGEBYSCORE', P .. 'b:' .. name, '(' .. fmt(DIRTY[name]),
+        '+inf', 'WITHSCORES', 'LIMIT', 0, chunk)
+      if #v == 0 then return nil end
+      for j = 1, #v, 2 do
+        local wid, m, a = parse_member(v[j])
+        local seq = tonumber(v[j + 1])
+        if r.k == DEVICES then
+          if dev_place(r, d, m, a, dev_excluded(r, d, seq)) ~= nil then
+            return waiter(wid)
+          end
+          -- Reservations only grow with arrival: once the older claimants
+          -- reserve every device with room, no younger waiter fits.
+          local k, s = dev_reserved_count(r, d, seq + 0.5)
+          local room = false
+          for x = k + 1, #s do
+            if d.u[s[x]] < MILLI then room = true end
+          end
+          if not room then return nil end
+        else
+          local o = offer(r, seq)
+          if need_of(r, m, a) <= o then return waiter(wid) end
+          -- Past the claimant everyone is offered the same open units.
+          if o == 0 and cseq < seq then return nil end
+        end
+        DIRTY[name] = seq
+      end
+      if #v < 2 * chunk then return nil end
+      if steps >= STEPS then return STOP end
+      chunk = chunk * 4
+    end
+  end
+
+  -- Examine waiters that may now fit, oldest first, until none can or the
+  -- script has done its share (then the rest is owed: see finish()). Each
+  -- call examines at least one waiter or walks at least one chunk, so that
+  -- scripts that each do a little always finish the work between them.
+  local function sweep_all()
+    local examined = false
+    while NDIRTY > 0 do
+      if examined and steps >= STEPS then return false end
+      local best
+      local stopped = false
+      for name, _ in pairs(DIRTY) do
+        local w = next_candidate(name)
+        if w == STOP then
+          stopped = true
+        elseif w == nil then
+          DIRTY[name] = nil
+          NDIRTY = NDIRTY - 1
+        elseif best == nil or w.seq < best.seq then
+          best = w
+        end
+      end
+      -- A walk stopped early may hide an older candidate than best.
+      if stopped then return false end
+      if best == nil then return true end
+      -- Nothing older than best can be covered now: move every walk past
+      -- it.
+      for name, at in pairs(DIRTY) do
+        if at < best.seq then DIRTY[name] = best.seq end
+      end
+      examine(best)
+      examined = true
+    end
+    return true
+  end
+
+  -- Every waiter naming r that can never fit now (a capacity shrank, a
+  -- device went offline) leaves with CQ_ENEVER, oldest first.
+  local function fail_unsatisfiable(r)
+    local lo
+    if r.k == DEVICES then
+      if r.on == 0 then lo = '-inf' else lo = '(' .. fmt(r.on) end
+    elseif r.fl % 2 == LONE then
+      return
+    else
+      lo = '(' .. fmt(r.cap)
+    end
+    local ids = rc('ZRANGEBYSCORE', P .. 'n:' .. r.name, lo, '+inf')
+    local list = {}
+    for _, wid in ipairs(ids) do list[#list + 1] = waiter(wid) end
+    table.sort(list, function(a, b) return a.seq < b.seq end)
+    for _, w in ipairs(list) do
+      local _, msg = validate(w.items)
+      leave(w, ENEVER, msg)
+    end
+  end
+
+  -- Continue the work a script before this one left. True when none is
+  -- left.
+  local function settle()
+    if META[3] ~= '1' then return true end
+    local flat = rc('HGETALL', P .. 'owed')
+    for i = 1, #flat, 2 do
+      local name, at = flat[i], tonumber(flat[i + 1])
+      local r = res(name)
+      if r ~= nil then
+        DIRTY[name] = at
+        NDIRTY = NDIRTY + 1
+      end
+    end
+    return sweep_all()
+  end
+
+  -- End session sid: its waiters leave without an outcome (nobody is left
+  -- to hear it), all of them first, so that no sweep can grant one; then
+  -- its leases come back, as many as the script's share allows (one at
+  -- least); then its keys go. True when it is all done; else the session
+  -- stays, expired, and the next heartbeat's reaping goes on. The caller
+  -- sweeps.
+  local function end_session(sid)
+    for _, wid in ipairs(rc('SMEMBERS', P .. 'w:' .. sid)) do
+      local w = waiter(wid)
+      if w ~= nil then dequeue(w) end
+    end
+    local leases = rc('HGETALL', P .. 'L:' .. sid)
+    for i = 2, #leases, 2 do
+      if i > 2 and steps >= STEPS then
+        rc('ZADD', P .. 'S', 0, sid)
+        return false
+      end
+      release_lease(decode_lease(leases[i]))
+      rc('HDEL', P .. 'L:' .. sid, leases[i - 1])
+      audit('r ' .. leases[i - 1])
+    end
+    rc('DEL', P .. 's:' .. sid, P .. 'L:' .. sid, P .. 'w:' .. sid,
+      P .. 'in:' .. sid)
+    rc('ZREM', P .. 'S', sid)
+    audit('e ' .. sid)
+    return true
+  end
+
+  W = {waiter = waiter, encode_waiter = encode_waiter, leave = leave,
+       enqueue = enqueue, sweep = sweep_all, settle = settle,
+       fail_unsatisfiable = fail_unsatisfiable, end_session = end_session,
+       lease_entry = lease_entry, encode_lease = encode_lease}
+  return W
+end
+
+-- The sweep, when something may have let a waiter fit.
+local function sweep()
+  if NDIRTY == 0 then return true end
+  return waiting().sweep()
+end
+
+-- Continue the work a script before this one left; true when none is
+-- left.
+local function settle()
+  if META[3] ~= '1' then return true end
+  return waiting().settle()
+end
+
+-- --------------------------------------------------------------------------
+-- The end of every script
+-- --------------------------------------------------------------------------
+
+local function write_back()
+  for _, r in ipairs(RLIST) do
+    local args = {}
+    for _, f in ipairs(RFIELDS) do
+      if r[f] ~= r.was[f] then
+        args[#args + 1] = f
+        args[#args + 1] = fmt(r[f])
+      end
+    end
+    if #args > 0 then rc('HSET', P .. 'r:' .. r.name, unpack(args)) end
+    for f, by in pairs(r.inc) do rc('HINCRBY', P .. 'r:' .. r.name, f, by) end
+    local d = DEVS[r.name]
+    if d ~= nil then
+      local args = {}
+      for i, _ in pairs(d.changed) do
+        args[#args + 1] = 'u' .. i
+        args[#args + 1] = fmt(d.u[i])
+        args[#args + 1] = 'w' .. i
+        args[#args + 1] = fmt(d.w[i])
+        args[#args + 1] = 'o' .. i
+        args[#args + 1] = fmt(d.o[i])
+        args[#args + 1] = 'g' .. i
+        args[#args + 1] = fmt(d.g[i])
+        args[#args + 1] = 'p' .. i
+        args[#args + 1] = fmt(d.p[i])
+      end
+      if #args > 0 then rc('HSET', P .. 'd:' .. r.name, unpack(args)) end
+    end
+  end
+  for _, w in ipairs(WLIST) do
+    if WAIT[w.wid] then rc('HSET', P .. 'W', w.wid, W.encode_waiter(w)) end
+  end
+end
+
+-- Write everything back, leave what the sweep did not finish owed, wake
+-- the sessions that got outcomes, and build the reply: the status, the
+-- operation's own values, then the caller's outcomes.
+local function finish(status, ...)
+  write_back()
+  local owed = NDIRTY > 0
+  if owed or META[3] == '1' then
+    rc('DEL', P .. 'owed')
+    if owed then
+      local args = {}
+      for name, at in pairs(DIRTY) do
+        args[#args + 1] = name
+        args[#args + 1] = fmt(at)
+      end
+      rc('HSET', P .. 'owed', unpack(args))
+    end
+    rc('HSET', P .. 'meta', 'owed', owed and '1' or '0')
+  end
+  for sid, list in pairs(PUB) do
+    call('PUBLISH', P .. 'ch:' .. sid, table.concat(list, '\n'))
+  end
+  local reply = {status, owed and 1 or 0}
+  local extra = {...}
+  reply[3] = #extra
+  for i = 1, #extra do reply[#reply + 1] = extra[i] end
+  for i = 1, #OUT do reply[#reply + 1] = OUT[i] end
+  return reply
+end
+
+-- The checks every operation starts with: the namespace exists with this
+-- schema, and the work owed is done. Returns a reply to give at once, or
+-- nil to go on.
+local function start()
+  if META[1] == nil or META[1] == false then return {NONS, 0, 0} end
+  if META[1] ~= SCHEMA then return {NONS, 0, 0} end
+  if not settle() then return finish(OWED) end
+  return nil
+end
+
+local function session_alive()
+  return call('ZSCORE', P .. 'S', SID) ~= false
+end
+

@@ -1,0 +1,13 @@
+-- release: a lease gives everything back; the waiters that now fit are
+-- granted.
+-- ARGV: id.
+local id = ARGV[ARG0 + 1]
+local s = start()
+if s then return s end
+local rec = call('HGET', P .. 'L:' .. SID, id)
+if not rec then return finish(UNKNOWN) end
+release_lease(decode_lease(rec))
+call('HDEL', P .. 'L:' .. SID, id)
+audit('r ' .. id)
+sweep()
+return finish(OK)

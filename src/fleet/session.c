@@ -1,0 +1,777 @@
+/*
+ * The session and what decides grants outside the caller's own calls.
+ *
+ * One session per pool handle: an id, a TTL on the server, and the local
+ * deadline `deadline_ms` = the send time of the last heartbeat the server
+ * answered + TTL - margin, on the monotonic clock. The server expires the
+ * session only at its own time of that heartbeat + TTL, which is later, so
+ * this process always knows first that its leases are gone: when the
+ * local deadline passes, each held grant is marked lost and reported once
+ * (CQ_FLEET_EVENT_LOST), every waiter fails, and a new session is opened.
+ *
+ * Outcomes reach this process three ways, and each is applied once: in the
+ * reply of the script that decided them (when this process ran it), as a
+ * message on the session's channel that carries them (when another
+ * process's script did), and in the session's inbox, which every heartbeat
+ * fetches, so that a message lost costs latency, never a grant. A waiting
+ * grant is in the table until its outcome is applied; a second copy finds
+ * it gone and is ignored.
+ *
+ * The background thread heartbeats, listens on the channel, expires the
+ * deadlines of callback waiters, notices a lost session, and runs the
+ * callbacks and events of what it applied.
+ */
+#include "fleet.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+static _Thread_local char tl_error[256];
+
+const char *cq_fleet_error(void) { return tl_error; }
+
+void fl_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tl_error, sizeof(tl_error), fmt, ap);
+  va_end(ap);
+}
+
+void fl_msgf(char *buf, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, FL_MSG_MAX, fmt, ap);
+  va_end(ap);
+}
+
+void fl_msg_local(const struct fl_pool *fp, char *msg) {
+  size_t h = strlen(fp->host);
+  char *w = msg;
+  for (const char *c = msg; *c != '\0';) {
+    if (*c == '@' && strncmp(c + 1, fp->host, h) == 0 &&
+        !fl_name_char(c[1 + h])) {
+      c += 1 + h;
+      continue;
+    }
+    *w++ = *c++;
+  }
+  *w = '\0';
+}
+
+int64_t fl_now(const struct fl_pool *fp) {
+  return fp->opts.clock != NULL ? fp->opts.clock(fp->opts.clock_arg) : cq_now();
+}
+
+/* ------------------------------------------------------------------------ */
+/* The waiting table and the held list (mu held)                             */
+/* ------------------------------------------------------------------------ */
+
+static size_t slot_of(const struct fl_pool *fp, uint64_t op) {
+  return (size_t)(op * 0x9e3779b97f4a7c15ull >> 20) & (fp->table_cap - 1);
+}
+
+int fl_table_put(struct fl_pool *fp, struct fl_grant *g) {
+  if (fp->n_waiting + 1 > fp->table_cap / 2) {
+    size_t cap = fp->table_cap ? fp->table_cap * 2 : 64;
+    struct fl_grant **t = calloc(cap, sizeof(*t));
+    if (t == NULL)
+      return CQ_ENOMEM;
+    struct fl_grant **old = fp->table;
+    size_t old_cap = fp->table_cap;
+    fp->table = t;
+    fp->table_cap = cap;
+    for (size_t i = 0; i < old_cap; i++)
+      for (struct fl_grant *x = old[i], *next; x != NULL; x = next) {
+        next = x->hnext;
+        size_t s = slot_of(fp, x->op);
+        x->hnext = t[s];
+        t[s] = x;
+      }
+    free(old);
+  }
+  size_t s = slot_of(fp, g->op);
+  g->hnext = fp->table[s];
+  fp->table[s] = g;
+  g->in_table = true;
+  fp->n_waiting++;
+  return 0;
+}
+
+struct fl_grant *fl_table_get(struct fl_pool *fp, uint64_t op) {
+  if (fp->table_cap == 0)
+    return NULL;
+  for (struct fl_grant *x = fp->table[slot_of(fp, op)]; x != NULL; x = x->hnext)
+    if (x->op == op)
+      return x;
+  return NULL;
+}
+
+void fl_table_del(struct fl_pool *fp, struct fl_grant *g) {
+  if (!g->in_table)
+    return;
+  struct fl_grant **link = &fp->table[slot_of(fp, g->op)];
+  while (*link != g)
+    link = &(*link)->hnext;
+  *link = g->hnext;
+  g->hnext = NULL;
+  g->in_table = false;
+  fp->n_waiting--;
+}
+
+int64_t fl_table_first_deadline(struct fl_pool *fp) {
+  int64_t first = CQ_NEVER;
+  for (size_t i = 0; i < fp->table_cap; i++)
+    for (struct fl_grant *x = fp->table[i]; x != NULL; x = x->hnext)
+      if (x->deadline < first)
+        first = x->deadline;
+  return first;
+}
+
+void fl_held_push(struct fl_pool *fp, struct fl_grant *g) {
+  g->next = fp->held.next;
+  g->prev = &fp->held;
+  fp->held.next->prev = g;
+  fp->held.next = g;
+  g->in_held = true;
+}
+
+void fl_held_unlink(struct fl_pool *fp, struct fl_grant *g) {
+  (void)fp;
+  if (!g->in_held)
+    return;
+  g->prev->next = g->next;
+  g->next->prev = g->prev;
+  g->prev = g->next = NULL;
+  g->in_held = false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Events and dispatch                                                       */
+/* ------------------------------------------------------------------------ */
+
+void fl_event(struct fl_pool *fp, cq_event_type type, const struct fl_grant *g,
+              const char *resource, int64_t wait_ms) {
+  if (fp->opts.on_event == NULL)
+    return;
+  if (fp->ev_count == fp->ev_cap) {
+    fp->ev_head = (fp->ev_head + 1) % fp->ev_cap;
+    fp->ev_count--;
+    fp->events_dropped++;
+  }
+  struct fl_event *e = &fp->events[(fp->ev_head + fp->ev_count) % fp->ev_cap];
+  fp->ev_count++;
+  memset(e, 0, sizeof(*e));
+  e->ev.type = type;
+  e->ev.attempt = g != NULL ? g->attempt : 0;
+  e->ev.data = g != NULL ? fl_grant_pub((struct fl_grant *)g)->data : NULL;
+  if (resource != NULL)
+    snprintf(e->resource, sizeof(e->resource), "%s", resource);
+  e->ev.time_ms = fl_now(fp);
+  e->ev.wait_ms = wait_ms;
+}
+
+void fl_events_deliver(struct fl_pool *fp) {
+  if (fp->opts.on_event == NULL)
+    return;
+  pthread_mutex_lock(&fp->mu);
+  if (fp->ev_delivering) {
+    pthread_mutex_unlock(&fp->mu);
+    return;
+  }
+  fp->ev_delivering = true;
+  while (fp->ev_count > 0) {
+    struct fl_event e = fp->events[fp->ev_head];
+    fp->ev_head = (fp->ev_head + 1) % fp->ev_cap;
+    fp->ev_count--;
+    pthread_mutex_unlock(&fp->mu);
+    if (e.resource[0] != '\0')
+      e.ev.resource = e.resource;
+    fp->opts.on_event(&e.ev, fp->opts.event_arg);
+    pthread_mutex_lock(&fp->mu);
+  }
+  fp->ev_delivering = false;
+  pthread_mutex_unlock(&fp->mu);
+}
+
+void fl_ctx_init(struct fl_ctx *c) {
+  c->ready_head = NULL;
+  c->ready_tail = &c->ready_head;
+  c->wake = NULL;
+}
+
+/* Callbacks that callbacks trigger run after them, on the outermost
+ * dispatch loop of the thread, so that the stack stays flat. */
+static _Thread_local struct {
+  bool active;
+  struct fl_grant *head, **tail;
+} tl_dispatch;
+
+void fl_ctx_finish(struct fl_pool *fp, struct fl_ctx *c) {
+  while (c->wake != NULL) {
+    struct fl_grant *g = c->wake;
+    c->wake = g->ready_next;
+    struct fl_wait *w = g->wait;
+    pthread_mutex_lock(&w->mu);
+    w->done = true;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->mu);
+  }
+  fl_events_deliver(fp);
+  if (c->ready_head == NULL)
+    return;
+  if (tl_dispatch.tail == NULL)
+    tl_dispatch.tail = &tl_dispatch.head;
+  *tl_dispatch.tail = c->ready_head;
+  tl_dispatch.tail = c->ready_tail;
+  fl_ctx_init(c);
+  if (tl_dispatch.active)
+    return;
+  tl_dispatch.active = true;
+  while (tl_dispatch.head != NULL) {
+    struct fl_grant *g = tl_dispatch.head;
+    tl_dispatch.head = g->ready_next;
+    if (tl_dispatch.head == NULL)
+      tl_dispatch.tail = &tl_dispatch.head;
+    g->ready_next = NULL;
+    /* Once the callback starts, the grant is the caller's again. */
+    g->cb(fl_grant_pub(g), g->status);
+  }
+  tl_dispatch.active = false;
+}
+
+static void notify(struct fl_pool *fp, struct fl_grant *g, struct fl_ctx *ctx) {
+  if (g->style == FL_STYLE_BLOCKING) {
+    fp->wakeups++;
+    g->ready_next = ctx->wake;
+    ctx->wake = g;
+  } else {
+    g->ready_next = NULL;
+    *ctx->ready_tail = g;
+    ctx->ready_tail = &g->ready_next;
+  }
+}
+
+static cq_event_type event_of(int status) {
+  switch (status) {
+  case 0:
+    return CQ_EVENT_GRANTED;
+  case CQ_ETIMEDOUT:
+    return CQ_EVENT_TIMED_OUT;
+  case CQ_ECANCELED:
+    return CQ_EVENT_CANCELLED;
+  case CQ_ECLOSED:
+    return CQ_EVENT_CLOSED;
+  default:
+    return CQ_EVENT_NEVER;
+  }
+}
+
+void fl_grant_decide(struct fl_pool *fp, struct fl_grant *g, int status,
+                     const char *payload, const char *msg, struct fl_ctx *ctx) {
+  fl_table_del(fp, g);
+  if (status == 0 && fl_grant_fill(fp, g, payload) != 0) {
+    /* A reply this library cannot read: the lease stays on the server
+     * until the session ends; the caller is told. */
+    status = CQ_ESYS;
+    msg = "fleet: a grant the library could not read";
+  }
+  g->status = status;
+  if (status == 0) {
+    fl_gstate_set(g, FL_G_HELD);
+    fl_held_push(fp, g);
+    fl_gmsg(g)[0] = '\0';
+  } else {
+    fl_gstate_set(g, FL_G_IDLE);
+    snprintf(fl_gmsg(g), FL_MSG_MAX, "%s", msg != NULL ? msg : "");
+    fl_msg_local(fp, fl_gmsg(g));
+  }
+  fl_event(fp, status == CQ_ESYS ? CQ_EVENT_CLOSED : event_of(status), g, NULL,
+           status == 0 ? fl_now(fp) - g->t_start : 0);
+  notify(fp, g, ctx);
+}
+
+/* The attempt number of an id "<session>.<op>". */
+static bool op_of(const char *id, size_t len, uint64_t *op) {
+  const char *dot = NULL;
+  for (size_t i = 0; i < len; i++)
+    if (id[i] == '.')
+      dot = id + i;
+  if (dot == NULL)
+    return false;
+  char *end;
+  *op = strtoull(dot + 1, &end, 10);
+  return end == id + len;
+}
+
+void fl_apply_outcome(struct fl_pool *fp, const char *entry,
+                      struct fl_ctx *ctx) {
+  if ((entry[0] != 'g' && entry[0] != 'x') || entry[1] != ' ')
+    return;
+  const char *id = entry + 2;
+  size_t idlen = strcspn(id, " ");
+  uint64_t op;
+  if (!op_of(id, idlen, &op))
+    return;
+  struct fl_grant *g = fl_table_get(fp, op);
+  /* The id names the session too: a new attempt reusing nothing. */
+  if (g == NULL || strlen(g->id) != idlen || memcmp(g->id, id, idlen) != 0)
+    return;
+  const char *rest = id + idlen;
+  if (*rest == ' ')
+    rest++;
+  if (entry[0] == 'g') {
+    fl_grant_decide(fp, g, 0, rest, NULL, ctx);
+    return;
+  }
+  char *end;
+  long status = strtol(rest, &end, 10);
+  if (*end == ' ')
+    end++;
+  fl_grant_decide(fp, g, (int)status, NULL, end, ctx);
+}
+
+void fl_apply_outcomes(struct fl_pool *fp, const redisReply *r, size_t from,
+                       struct fl_ctx *ctx) {
+  if (from >= r->elements)
+    return;
+  pthread_mutex_lock(&fp->mu);
+  for (size_t i = from; i < r->elements; i++)
+    if (r->element[i]->type == REDIS_REPLY_STRING)
+      fl_apply_outcome(fp, r->element[i]->str, ctx);
+  pthread_mutex_unlock(&fp->mu);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sessions                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* A new session id (link.mu held; mu taken: the background thread reads
+ * it under mu). */
+static void new_sid(struct fl_pool *fp) {
+  uint64_t x = 0;
+  if (getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x))
+    x = (uint64_t)cq_now() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+  pthread_mutex_lock(&fp->mu);
+  snprintf(fp->sid, sizeof(fp->sid), "%012" PRIx64,
+           (uint64_t)(x & UINT64_C(0xffffffffffff)));
+  pthread_mutex_unlock(&fp->mu);
+}
+
+/* Open a session on the server (link.mu held). */
+static int open_locked(struct fl_pool *fp, char *err, size_t len) {
+  new_sid(fp);
+  struct fl_args a;
+  fl_args_init(&a);
+  fl_arg(&a, "1"); /* schema */
+  fl_arg(&a, (fp->opts.flags & CQ_POOL_STAGED_CLAIMS) ? "1" : "0");
+  fl_arg(&a, fp->host);
+  fl_arg_i(&a, (int64_t)getpid());
+  fl_arg_i(&a, fp->ttl_ms);
+  fl_arg(&a, (fp->opts.fleet_flags & CQ_FLEET_AUDIT) ? "1" : "0");
+  fl_arg(&a, fp->ns);
+  redisReply *r;
+  int rc = fl_call_locked(fp, FL_S_OPEN, &a, &r, err, len);
+  if (rc != 0)
+    return rc;
+  int st = fl_reply_status(r);
+  if (st == FL_R_OWED) {
+    /* Not yet done: another process's script left work, which this one
+     * cannot settle without a session. Try again shortly. */
+    freeReplyObject(r);
+    return FL_R_OWED;
+  }
+  if (st != FL_R_OK) {
+    snprintf(err, len, "%s", fl_reply_value(r, 0));
+    freeReplyObject(r);
+    return st < 0 ? st : CQ_ESYS;
+  }
+  int64_t sent = fp->link.sent_ms;
+  freeReplyObject(r);
+  pthread_mutex_lock(&fp->mu);
+  fp->gen++;
+  fp->inbox_seen = 0;
+  fp->deadline_ms = sent + fp->ttl_ms - fp->margin_ms;
+  fp->next_hb_ms = sent + fp->heartbeat_ms;
+  fp->fetch_due = true;
+  pthread_mutex_unlock(&fp->mu);
+  fl_bg_kick(fp);
+  return 0;
+}
+
+int fl_session_open(struct fl_pool *fp, char *err, size_t len) {
+  pthread_mutex_lock(&fp->link.mu);
+  int rc;
+  for (int i = 0; (rc = open_locked(fp, err, len)) == FL_R_OWED && i < 100;
+       i++) {
+  }
+  pthread_mutex_unlock(&fp->link.mu);
+  return rc == FL_R_OWED ? CQ_ESYS : rc;
+}
+
+void fl_session_lost(struct fl_pool *fp, const char *why, struct fl_ctx *ctx) {
+  while (fp->held.next != &fp->held) {
+    struct fl_grant *g = fp->held.next;
+    fl_held_unlink(fp, g);
+    g->lost = true;
+    fl_gstate_set(g, FL_G_IDLE);
+    g->status = CQ_ESYS;
+    fl_msgf(fl_gmsg(g), "fleet: lease lost: %s", why);
+    fl_event(fp, CQ_FLEET_EVENT_LOST, g, NULL, 0);
+  }
+  for (size_t i = 0; i < fp->table_cap; i++)
+    while (fp->table[i] != NULL) {
+      char msg[FL_MSG_MAX];
+      fl_msgf(msg, "fleet: session lost while waiting: %s", why);
+      fl_grant_decide(fp, fp->table[i], CQ_ESYS, NULL, msg, ctx);
+    }
+  fp->deadline_ms = CQ_NEVER;
+}
+
+/*
+ * The session is gone (the server said so, or the local deadline passed):
+ * report the losses, then end the old session on the server in case it
+ * is still there (its units come back at once) and open a new one.
+ * link.mu held.
+ */
+static void recover_locked(struct fl_pool *fp, const char *why,
+                           struct fl_ctx *ctx) {
+  char old[sizeof(fp->sid)];
+  memcpy(old, fp->sid, sizeof(old));
+  pthread_mutex_lock(&fp->mu);
+  fl_session_lost(fp, why, ctx);
+  pthread_mutex_unlock(&fp->mu);
+  char err[FL_MSG_MAX];
+  if (open_locked(fp, err, sizeof(err)) != 0)
+    return; /* the background thread tries again */
+  struct fl_args a;
+  fl_args_init(&a);
+  fl_arg(&a, old);
+  redisReply *r;
+  if (fl_call_locked(fp, FL_S_END, &a, &r, err, sizeof(err)) == 0) {
+    fl_apply_outcomes(fp, r, 3 + fl_reply_nvalues(r), ctx);
+    freeReplyObject(r);
+  }
+}
+
+/* One heartbeat: extend the session, fetch the inbox, reclaim what dead
+ * sessions hold (when `reap`). link.mu held. */
+static int heartbeat_locked(struct fl_pool *fp, bool reap, struct fl_ctx *ctx,
+                            char *err, size_t len) {
+  for (int tries = 0; tries < 1000; tries++) {
+    struct fl_args a;
+    fl_args_init(&a);
+    pthread_mutex_lock(&fp->mu);
+    fl_arg_i(&a, (int64_t)fp->inbox_seen);
+    pthread_mutex_unlock(&fp->mu);
+    fl_arg(&a, "1");
+    fl_arg(&a, reap ? "1" : "0");
+    redisReply *r;
+    int rc = fl_call_locked(fp, FL_S_HEARTBEAT, &a, &r, err, len);
+    if (rc != 0)
+      return rc;
+    int st = fl_reply_status(r);
+    if (st == FL_R_OWED) {
+      freeReplyObject(r);
+      continue;
+    }
+    if (st == FL_R_NOSESSION) {
+      freeReplyObject(r);
+      recover_locked(fp, "the server expired the session", ctx);
+      return 0;
+    }
+    if (st != FL_R_OK) {
+      snprintf(err, len, "the namespace's state is gone from the server");
+      freeReplyObject(r);
+      return CQ_ESYS;
+    }
+    int64_t sent = fp->link.sent_ms;
+    bool more = fl_reply_int(r, 0) != 0;
+    uint64_t head = (uint64_t)fl_reply_int(r, 1);
+    size_t n = fl_reply_nvalues(r);
+    pthread_mutex_lock(&fp->mu);
+    for (size_t i = 2; i < n; i++) {
+      uint64_t seq = head + i - 2;
+      if (seq > fp->inbox_seen) {
+        fl_apply_outcome(fp, fl_reply_value(r, i), ctx);
+        fp->inbox_seen = seq;
+      }
+    }
+    if (fp->deadline_ms != CQ_NEVER)
+      fp->deadline_ms = sent + fp->ttl_ms - fp->margin_ms;
+    /* Dead sessions left to reclaim: the next heartbeat at once. */
+    fp->next_hb_ms = more ? sent : sent + fp->heartbeat_ms;
+    fp->fetch_due = false;
+    bool owed = fl_reply_owed(r);
+    pthread_mutex_unlock(&fp->mu);
+    freeReplyObject(r);
+    if (!owed)
+      return 0;
+  }
+  snprintf(err, len, "the namespace's owed work does not end");
+  return CQ_ESYS;
+}
+
+/* Tests: how many times a script left owed work that a later one did. */
+_Atomic uint64_t cq__fleet_settles;
+
+int fl_settle(struct fl_pool *fp, struct fl_ctx *ctx, char *err, size_t len) {
+  atomic_fetch_add(&cq__fleet_settles, 1);
+  return heartbeat_locked(fp, false, ctx, err, len);
+}
+
+int fl_run(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
+           bool session_bound, redisReply **out, struct fl_ctx *ctx, char *err,
+           size_t len) {
+  pthread_mutex_lock(&fp->link.mu);
+  int rc;
+  for (int tries = 0;; tries++) {
+    redisReply *r;
+    rc = fl_call_locked(fp, script, a, &r, err, len);
+    if (rc != 0)
+      break;
+    int st = fl_reply_status(r);
+    if (st == FL_R_OWED && tries < 1000) {
+      freeReplyObject(r);
+      if ((rc = fl_settle(fp, ctx, err, len)) != 0)
+        break;
+      continue;
+    }
+    if (st == FL_R_NOSESSION && tries < 3) {
+      freeReplyObject(r);
+      recover_locked(fp, "the server expired the session", ctx);
+      if (session_bound) {
+        snprintf(err, len, "the session expired on the server");
+        rc = FL_ESESSION;
+        break;
+      }
+      continue;
+    }
+    if (st == FL_R_NONS || st == FL_R_OWED || st == FL_R_NOSESSION) {
+      snprintf(err, len,
+               st == FL_R_NONS ? "the namespace's state is gone from the server"
+                               : "the server keeps refusing this call");
+      freeReplyObject(r);
+      rc = CQ_ESYS;
+      break;
+    }
+    fl_apply_outcomes(fp, r, 3 + fl_reply_nvalues(r), ctx);
+    if (fl_reply_owed(r)) {
+      /* This call left work: do it before returning, so that its
+       * outcomes come with it, as in-process. */
+      char ignored[FL_MSG_MAX];
+      (void)fl_settle(fp, ctx, ignored, sizeof(ignored));
+    }
+    *out = r;
+    return 0;
+  }
+  pthread_mutex_unlock(&fp->link.mu);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The background thread                                                     */
+/* ------------------------------------------------------------------------ */
+
+void fl_bg_kick(struct fl_pool *fp) {
+  if (fp->wake_fd[1] >= 0) {
+    char c = 1;
+    ssize_t n = write(fp->wake_fd[1], &c, 1);
+    (void)n;
+  }
+}
+
+/* Subscribe to the session's channel on a fresh connection. */
+static void subscribe(struct fl_pool *fp) {
+  if (fp->sub != NULL) {
+    redisFree(fp->sub);
+    fp->sub = NULL;
+  }
+  char err[FL_MSG_MAX];
+  redisContext *c = fl_connect(fp, err, sizeof(err));
+  if (c == NULL)
+    return;
+  char ch[sizeof(fp->sub_channel)];
+  pthread_mutex_lock(&fp->mu);
+  snprintf(ch, sizeof(ch), "%sch:%s", fp->prefix, fp->sid);
+  pthread_mutex_unlock(&fp->mu);
+  const char *argv[2] = {"SUBSCRIBE", ch};
+  redisReply *r = redisCommandArgv(c, 2, argv, NULL);
+  if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+    if (r != NULL)
+      freeReplyObject(r);
+    redisFree(c);
+    return;
+  }
+  freeReplyObject(r);
+  fp->sub = c;
+  memcpy(fp->sub_channel, ch, sizeof(ch));
+  /* Messages sent while not subscribed are lost: fetch at once. */
+  pthread_mutex_lock(&fp->mu);
+  fp->fetch_due = true;
+  pthread_mutex_unlock(&fp->mu);
+}
+
+/*
+ * Apply the outcomes the subscription brought: each message is one or more
+ * outcome entries, separated by newlines. They are applied under link.mu,
+ * like a reply's, so that an acquire whose reply has not been read yet has
+ * entered its waiter in the table first. Returns false when the
+ * subscription broke (then the inbox is fetched, for what it missed).
+ */
+static bool read_messages(struct fl_pool *fp, struct fl_ctx *ctx) {
+  if (redisBufferRead(fp->sub) != REDIS_OK) {
+    redisFree(fp->sub);
+    fp->sub = NULL;
+    return false;
+  }
+  void *reply;
+  while (redisGetReplyFromReader(fp->sub, &reply) == REDIS_OK &&
+         reply != NULL) {
+    redisReply *m = reply;
+    if (m->type == REDIS_REPLY_ARRAY && m->elements == 3 &&
+        m->element[2]->type == REDIS_REPLY_STRING &&
+        strcmp(m->element[0]->str, "message") == 0) {
+      pthread_mutex_lock(&fp->link.mu);
+      pthread_mutex_lock(&fp->mu);
+      for (char *line = m->element[2]->str, *end; line != NULL;
+           line = end != NULL ? end + 1 : NULL) {
+        end = strchr(line, '\n');
+        if (end != NULL)
+          *end = '\0';
+        fl_apply_outcome(fp, line, ctx);
+      }
+      pthread_mutex_unlock(&fp->mu);
+      pthread_mutex_unlock(&fp->link.mu);
+    }
+    freeReplyObject(reply);
+  }
+  return true;
+}
+
+/* Take out the callback waiters whose deadline has passed (not with
+ * manual timers: cq_pool_expire() does it then). */
+static void expire_callbacks(struct fl_pool *fp, struct fl_ctx *ctx);
+
+static void *bg_main(void *arg) {
+  struct fl_pool *fp = arg;
+  char err[FL_MSG_MAX];
+  int64_t sub_retry = 0;
+  for (;;) {
+    pthread_mutex_lock(&fp->mu);
+    if (fp->bg_stop) {
+      pthread_mutex_unlock(&fp->mu);
+      break;
+    }
+    int64_t now = cq_now();
+    int64_t wake = fp->next_hb_ms;
+    if (fp->deadline_ms < wake)
+      wake = fp->deadline_ms;
+    if (!(fp->opts.flags & CQ_POOL_MANUAL_TIMERS)) {
+      int64_t d = fl_table_first_deadline(fp);
+      if (d < wake)
+        wake = d;
+    }
+    bool due = fp->fetch_due;
+    char want[sizeof(fp->sub_channel)];
+    snprintf(want, sizeof(want), "%sch:%s", fp->prefix, fp->sid);
+    pthread_mutex_unlock(&fp->mu);
+
+    if ((fp->sub == NULL || strcmp(want, fp->sub_channel) != 0) &&
+        now >= sub_retry) {
+      subscribe(fp);
+      if (fp->sub == NULL)
+        sub_retry = now + fp->heartbeat_ms / 4 + 1;
+      continue;
+    }
+    int timeout = due                 ? 0
+                  : wake <= now       ? 0
+                  : wake - now > 1000 ? 1000
+                                      : (int)(wake - now);
+    struct pollfd pfd[2] = {{fp->wake_fd[0], POLLIN, 0},
+                            {fp->sub != NULL ? fp->sub->fd : -1, POLLIN, 0}};
+    int n = poll(pfd, 2, timeout);
+    if (n > 0 && (pfd[0].revents & POLLIN)) {
+      char buf[64];
+      while (read(fp->wake_fd[0], buf, sizeof(buf)) > 0) {
+      }
+    }
+    struct fl_ctx ctx;
+    fl_ctx_init(&ctx);
+    if (n > 0 && fp->sub != NULL && (pfd[1].revents & (POLLIN | POLLHUP)) &&
+        !read_messages(fp, &ctx)) {
+      pthread_mutex_lock(&fp->mu);
+      fp->fetch_due = true;
+      pthread_mutex_unlock(&fp->mu);
+    }
+    now = cq_now();
+    pthread_mutex_lock(&fp->mu);
+    bool lost = now >= fp->deadline_ms;
+    bool beat = now >= fp->next_hb_ms;
+    due = fp->fetch_due;
+    pthread_mutex_unlock(&fp->mu);
+    if (lost) {
+      pthread_mutex_lock(&fp->link.mu);
+      recover_locked(fp, "no heartbeat was answered within the TTL", &ctx);
+      pthread_mutex_unlock(&fp->link.mu);
+    } else if (beat || due) {
+      pthread_mutex_lock(&fp->link.mu);
+      if (heartbeat_locked(fp, beat, &ctx, err, sizeof(err)) != 0) {
+        pthread_mutex_lock(&fp->mu);
+        fp->next_hb_ms = now + fp->heartbeat_ms / 4 + 1;
+        pthread_mutex_unlock(&fp->mu);
+      }
+      pthread_mutex_unlock(&fp->link.mu);
+    }
+    if (!(fp->opts.flags & CQ_POOL_MANUAL_TIMERS))
+      expire_callbacks(fp, &ctx);
+    fl_ctx_finish(fp, &ctx);
+  }
+  return NULL;
+}
+
+static void expire_callbacks(struct fl_pool *fp, struct fl_ctx *ctx) {
+  (void)fl_expire_due(fp, cq_now(), true, ctx);
+}
+
+int fl_bg_start(struct fl_pool *fp) {
+  if (pipe(fp->wake_fd) != 0)
+    return CQ_ESYS;
+  for (int i = 0; i < 2; i++) {
+    int fl = fcntl(fp->wake_fd[i], F_GETFL);
+    (void)fcntl(fp->wake_fd[i], F_SETFL, fl | O_NONBLOCK);
+    (void)fcntl(fp->wake_fd[i], F_SETFD, FD_CLOEXEC);
+  }
+  if (pthread_create(&fp->bg, NULL, bg_main, fp) != 0) {
+    close(fp->wake_fd[0]);
+    close(fp->wake_fd[1]);
+    fp->wake_fd[0] = fp->wake_fd[1] = -1;
+    return CQ_ESYS;
+  }
+  fp->bg_running = true;
+  return 0;
+}
+
+void fl_bg_stop(struct fl_pool *fp) {
+  if (!fp->bg_running)
+    return;
+  pthread_mutex_lock(&fp->mu);
+  fp->bg_stop = true;
+  pthread_mutex_unlock(&fp->mu);
+  fl_bg_kick(fp);
+  pthread_join(fp->bg, NULL);
+  fp->bg_running = false;
+  if (fp->sub != NULL)
+    redisFree(fp->sub);
+  fp->sub = NULL;
+  close(fp->wake_fd[0]);
+  close(fp->wake_fd[1]);
+  fp->wake_fd[0] = fp->wake_fd[1] = -1;
+}

@@ -1,0 +1,362 @@
+/*
+ * The fleet pool's foundation: URLs and names, opening a namespace and a
+ * session, declarations shared by processes, and a grant that goes to the
+ * server and back.
+ */
+#include "fleet_test.h"
+
+#include "fleet.h"
+
+static void test_urls_parse_or_explain_what_is_wrong(void **state) {
+  (void)state;
+  struct fl_url u;
+  char err[160];
+  assert_cq_ok(fl_url_parse("redis://localhost", &u, err, sizeof(err)));
+  assert_string_equal(u.host, "localhost");
+  assert_int_equal(u.port, 6379);
+  assert_int_equal(u.db, 0);
+  assert_cq_ok(fl_url_parse("redis://alice:s3cr@t@db.example:6380/2", &u, err,
+                            sizeof(err)));
+  assert_string_equal(u.user, "alice");
+  assert_string_equal(u.password, "s3cr@t");
+  assert_string_equal(u.host, "db.example");
+  assert_int_equal(u.port, 6380);
+  assert_int_equal(u.db, 2);
+  assert_cq_ok(fl_url_parse("redis://[::1]:7000", &u, err, sizeof(err)));
+  assert_string_equal(u.host, "::1");
+  assert_int_equal(u.port, 7000);
+  assert_cq_ok(
+      fl_url_parse("unix:///run/redis/redis.sock?db=3", &u, err, sizeof(err)));
+  assert_true(u.unix_socket);
+  assert_string_equal(u.path, "/run/redis/redis.sock");
+  assert_int_equal(u.db, 3);
+  assert_cq_ok(fl_url_parse("unix://pw@/tmp/r.sock", &u, err, sizeof(err)));
+  assert_string_equal(u.password, "pw");
+  assert_string_equal(u.path, "/tmp/r.sock");
+
+  static const char *const bad[][2] = {
+      {"http://localhost", "expected redis://"},
+      {"redis://", "host is empty"},
+      {"redis://host:0", "port must be a number from 1 to 65535"},
+      {"redis://host:99999", "port"},
+      {"redis://host:12ab", "port"},
+      {"redis://host/x", "database must be a number"},
+      {"redis://ho st", "unexpected character ' '"},
+      {"unix://tmp/r.sock", "absolute path"},
+      {"unix:///tmp/r.sock?database=1", "expected ?db=N"},
+      {"redis://[::1", "unclosed '['"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    err[0] = '\0';
+    assert_cq_err(fl_url_parse(bad[i][0], &u, err, sizeof(err)), CQ_EINVAL);
+    if (strstr(err, bad[i][1]) == NULL)
+      fail_msg("%s: message \"%s\" lacks \"%s\"", bad[i][0], err, bad[i][1]);
+  }
+}
+
+static void
+test_names_follow_the_core_rules_and_hosts_join_with_at(void **state) {
+  (void)state;
+  assert_cq_ok(fl_name_check("warehouse-db", false));
+  assert_cq_ok(fl_name_check("a/b.c_d", false));
+  assert_cq_err(fl_name_check("gpu@hostA", false), CQ_EINVAL);
+  assert_cq_ok(fl_name_check("gpu@hostA", true));
+  assert_cq_err(fl_name_check("gpu@a@b", true), CQ_EINVAL);
+  assert_cq_err(fl_name_check("@host", true), CQ_EINVAL);
+  assert_cq_err(fl_name_check("gpu@", true), CQ_EINVAL);
+  assert_cq_err(fl_name_check("", false), CQ_EINVAL);
+  assert_cq_ok(fl_namespace_check("prod.eu-1_a"));
+  assert_cq_err(fl_namespace_check("a{b}"), CQ_EINVAL);
+  assert_cq_err(fl_namespace_check("a:b"), CQ_EINVAL);
+}
+
+static void test_a_server_that_cannot_be_reached_fails_closed(void **state) {
+  (void)state;
+  cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.timeout_ms = 300;
+  cq_pool *p = NULL;
+  assert_cq_err(cq_fleet_open(&p, "unix:///nonexistent/cronoq.sock", "x", &o),
+                CQ_ESYS);
+  assert_null(p);
+  assert_non_null(strstr(cq_fleet_error(), "/nonexistent/cronoq.sock"));
+}
+
+static void test_bad_options_are_refused_with_a_reason(void **state) {
+  (void)state;
+  fleet_server_up();
+  cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  cq_pool *p = NULL;
+  o.flags = CQ_POOL_BACKFILL;
+  assert_cq_err(cq_fleet_open(&p, fleet_server.url, "x", &o), CQ_EINVAL);
+  assert_non_null(strstr(cq_fleet_error(), "backfill"));
+  o.flags = 0;
+  o.ttl_ms = 1000;
+  o.heartbeat_ms = 600;
+  assert_cq_err(cq_fleet_open(&p, fleet_server.url, "x", &o), CQ_EINVAL);
+  assert_non_null(strstr(cq_fleet_error(), "three heartbeat intervals"));
+  o = (cq_fleet_opts)CQ_FLEET_OPTS_INIT;
+  o.host = "bad host";
+  assert_cq_err(cq_fleet_open(&p, fleet_server.url, "x", &o), CQ_EINVAL);
+  assert_cq_err(cq_fleet_open(&p, fleet_server.url, "a b", NULL), CQ_EINVAL);
+  assert_cq_err(cq_fleet_open(&p, "redis//x", "x", NULL), CQ_EINVAL);
+  assert_null(p);
+}
+
+static void
+test_open_makes_a_namespace_and_a_session_that_destroy_ends(void **state) {
+  (void)state;
+  fleet_server_up();
+  const char *ns = fleet_new_ns();
+  cq_pool *p = fleet_open_as(ns, "hostA", NULL);
+  assert_true(cq_fleet_is_fleet(p));
+  assert_string_equal(cq_fleet_host(p), "hostA");
+  char key[96], v[64];
+  snprintf(key, sizeof(key), "cq:{%s}:meta", ns);
+  cqr_str(&fleet_server, v, sizeof(v), "HGET", key, "schema", NULL);
+  assert_string_equal(v, "1");
+  snprintf(key, sizeof(key), "cq:{%s}:S", ns);
+  assert_int_equal(cqr_int(&fleet_server, "ZCARD", key, NULL), 1);
+  cq_pool *q = fleet_open_as(ns, "hostB", NULL);
+  assert_int_equal(cqr_int(&fleet_server, "ZCARD", key, NULL), 2);
+  assert_cq_ok(cq_pool_destroy(q));
+  assert_cq_ok(cq_pool_destroy(p));
+  assert_int_equal(cqr_int(&fleet_server, "ZCARD", key, NULL), 0);
+}
+
+static void test_a_namespace_keeps_its_claims_option(void **state) {
+  (void)state;
+  fleet_server_up();
+  const char *ns = fleet_new_ns();
+  cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.flags = CQ_POOL_STAGED_CLAIMS;
+  cq_pool *p = fleet_open_as(ns, "hostA", &o);
+  cq_pool *q = NULL;
+  o.flags = 0;
+  o.host = "hostB";
+  assert_cq_err(cq_fleet_open(&q, fleet_server.url, ns, &o), CQ_EINVAL);
+  const char *e = cq_fleet_error();
+  if (strstr(e, "staged claims") == NULL ||
+      strstr(e, "claims all at once") == NULL)
+    fail_msg("the message names both options: %s", e);
+  assert_cq_ok(cq_pool_destroy(p));
+}
+
+static void test_declarations_that_match_are_accepted_and_conflicts_name_both(
+    void **state) {
+  (void)state;
+  fleet_server_up();
+  const char *ns = fleet_new_ns();
+  cq_pool *a = fleet_open_as(ns, "hostA", NULL);
+  cq_pool *b = fleet_open_as(ns, "hostB", NULL);
+  assert_cq_ok(cq_budget_add(a, "licence", 3));
+  assert_cq_ok(cq_budget_add(b, "licence", 3));
+  assert_cq_err(cq_budget_add(b, "licence", 5), CQ_EEXIST);
+  assert_non_null(strstr(cq_fleet_error(), "capacity 3"));
+  assert_non_null(strstr(cq_fleet_error(), "not 5"));
+  assert_cq_err(cq_class_add(b, "licence", 3), CQ_EEXIST);
+  assert_non_null(strstr(cq_fleet_error(), "is a budget"));
+  assert_non_null(strstr(cq_fleet_error(), "not a class"));
+  assert_cq_err(cq_budget_add_ex(b, "licence", 3, CQ_BUDGET_LONE), CQ_EEXIST);
+  assert_non_null(strstr(cq_fleet_error(), "lone-request allowance"));
+  assert_cq_ok(cq_class_add(a, "predict", 2));
+  assert_cq_ok(cq_class_add(b, "predict", 2));
+  assert_cq_err(cq_class_add(b, "predict", 1), CQ_EEXIST);
+  assert_non_null(strstr(cq_fleet_error(), "max_workers 2"));
+
+  /* Per-host device pools: each host its own, the same host alike. */
+  const char *ids[] = {"GPU-a", "GPU-b"};
+  assert_cq_ok(cq_devices_add(a, "gpu", 2, ids));
+  assert_cq_ok(cq_devices_add(b, "gpu", 1, NULL));
+  cq_pool *a2 = fleet_open_as(ns, "hostA", NULL);
+  assert_cq_ok(cq_devices_add(a2, "gpu", 2, ids));
+  assert_cq_err(cq_devices_add(a2, "gpu", 1, NULL), CQ_EEXIST);
+  assert_non_null(strstr(cq_fleet_error(), "GPU-a,GPU-b"));
+  assert_cq_err(cq_devices_add(a2, "gpu@hostB", 1, NULL), CQ_EINVAL);
+  /* A budget cannot take a device pool's name, nor the other way. */
+  assert_cq_err(cq_budget_add(a, "gpu", 4), CQ_EEXIST);
+  assert_non_null(strstr(cq_fleet_error(), "per-host device pools"));
+  assert_cq_err(cq_devices_add(a, "licence", 1, NULL), CQ_EEXIST);
+
+  cq_resource_stats st;
+  assert_cq_ok(cq_resource_stats_get(a, "gpu", &st));
+  assert_string_equal(st.name, "gpu@hostA");
+  assert_int_equal(st.devices, 2);
+  assert_cq_ok(cq_resource_stats_get(b, "gpu", &st));
+  assert_string_equal(st.name, "gpu@hostB");
+  assert_int_equal(st.devices, 1);
+  assert_cq_ok(cq_resource_stats_get(b, "gpu@hostA", &st));
+  assert_int_equal(st.capacity, 2000);
+  size_t n;
+  cq_resource_stats all[8];
+  assert_cq_ok(cq_pool_snapshot(a, all, 8, &n));
+  assert_int_equal(n, 4); /* device pools first, then in the order added */
+  assert_string_equal(all[0].name, "gpu@hostA");
+  assert_string_equal(all[1].name, "gpu@hostB");
+  assert_string_equal(all[2].name, "licence");
+  assert_string_equal(all[3].name, "predict");
+  assert_cq_ok(cq_pool_destroy(a2));
+  assert_cq_ok(cq_pool_destroy(b));
+  assert_cq_ok(cq_pool_destroy(a));
+}
+
+static void test_a_grant_is_a_lease_with_a_growing_fence(void **state) {
+  (void)state;
+  fleet_server_up();
+  const char *ns = fleet_new_ns();
+  cq_pool *a = fleet_open_as(ns, "hostA", NULL);
+  assert_cq_ok(cq_budget_add(a, "db", 3));
+  const char *ids[] = {"GPU-0", "GPU-1"};
+  assert_cq_ok(cq_devices_add(a, "gpu", 2, ids));
+  cq_req req;
+  assert_cq_ok(cq_req_init(&req, a));
+  assert_cq_ok(cq_req_add(&req, "db", 2));
+  assert_cq_ok(cq_req_add_fraction(&req, "gpu", 500));
+  assert_int_equal(cq_req_count(&req), 2);
+  assert_cq_err(cq_req_add(&req, "nope", 1), CQ_ENOENT);
+  assert_string_equal(cq_req_error(&req),
+                      "request asks unknown resource \"nope\"");
+  assert_cq_err(cq_req_add(&req, "gpu", 1), CQ_EINVAL);
+  assert_string_equal(cq_req_error(&req),
+                      "gpu is a device pool: ask a fraction or whole "
+                      "devices");
+  cq_grant g1, g2;
+  cq_grant_init(&g1);
+  cq_grant_init(&g2);
+  assert_cq_ok(cq_grant_try(a, &g1, &req));
+  assert_true(cq_grant_is_held(&g1));
+  assert_int_equal(cq_grant_held(&g1, "db"), 2);
+  assert_int_equal(cq_grant_held(&g1, "gpu"), 500);
+  assert_int_equal(cq_grant_held(&g1, "gpu@hostA"), 500);
+  char vis[64];
+  assert_cq_ok(cq_grant_cuda_visible(&g1, "gpu", vis, sizeof(vis)));
+  assert_string_equal(vis, "GPU-0");
+  uint64_t f1, f2;
+  assert_cq_ok(cq_fleet_grant_fence(&g1, &f1));
+  assert_cq_err(cq_grant_try(a, &g2, &req), CQ_EBUSY);
+  cq_req one;
+  assert_cq_ok(cq_req_init(&one, a));
+  assert_cq_ok(cq_req_add(&one, "db", 1));
+  assert_cq_ok(cq_grant_try(a, &g2, &one));
+  assert_cq_ok(cq_fleet_grant_fence(&g2, &f2));
+  assert_true(f2 > f1);
+  cq_resource_stats st;
+  assert_cq_ok(cq_resource_stats_get(a, "db", &st));
+  assert_int_equal(st.in_use, 3);
+  assert_int_equal(st.grants, 2);
+  assert_cq_ok(cq_grant_release(a, &g1));
+  assert_cq_err(cq_grant_release(a, &g1), CQ_ESTATE);
+  assert_false(cq_grant_is_held(&g1));
+  assert_cq_err(cq_fleet_grant_fence(&g1, &f1), CQ_ESTATE);
+  assert_cq_ok(cq_grant_release(a, &g2));
+  assert_cq_ok(cq_resource_stats_get(a, "db", &st));
+  assert_int_equal(st.in_use, 0);
+  assert_int_equal(st.peak, 3);
+  assert_cq_ok(cq_pool_destroy(a));
+}
+
+/* The text layer of the core, on a fleet pool: resource specs (with GPU
+ * detection), request specs, and the metrics. */
+static int collect(const char *text, size_t len, void *arg) {
+  char *buf = arg;
+  size_t at = strlen(buf);
+  if (at + len >= 65536)
+    return 1;
+  memcpy(buf + at, text, len);
+  buf[at + len] = '\0';
+  return 0;
+}
+
+static void test_specs_and_metrics_work_on_a_fleet_pool(void **state) {
+  (void)state;
+  fleet_server_up();
+  const char *ns = fleet_new_ns();
+  cq_pool *a = fleet_open_as(ns, "hostA", NULL);
+  cq_pool *b = fleet_open_as(ns, "hostB", NULL);
+  char err[256];
+  assert_int_equal(setenv("CRONOQ_NUM_GPUS", "2", 1), 0);
+  assert_cq_ok(
+      cq_pool_add_spec(a, "licence=2,gpu=auto", NULL, err, sizeof(err)));
+  /* Another host: its own gpu (a name new to the namespace), the same
+   * licence (declared again through the API: cq_pool_add_spec() refuses
+   * every name the pool has, even a matching declaration). */
+  assert_cq_ok(cq_pool_add_spec(b, "gpu=auto", NULL, err, sizeof(err)));
+  assert_int_equal(unsetenv("CRONOQ_NUM_GPUS"), 0);
+  assert_cq_ok(cq_budget_add(b, "licence", 2));
+  assert_cq_err(cq_pool_add_spec(b, "licence=3", NULL, err, sizeof(err)),
+                CQ_EEXIST);
+  assert_non_null(strstr(err, "licence"));
+
+  /* {gpu: 0.5, licence: 1} on this host's gpu, whole or not at all. */
+  cq_req req;
+  assert_cq_ok(cq_req_init(&req, a));
+  assert_cq_ok(cq_req_parse(&req, "gpu=0.5,licence=1"));
+  assert_int_equal(cq_req_count(&req), 2);
+  cq_req bad;
+  assert_cq_ok(cq_req_init(&bad, a));
+  assert_cq_err(cq_req_parse(&bad, "gpu=0.5,nope=1"), CQ_ENOENT);
+  assert_int_equal(cq_req_count(&bad), 0); /* all or nothing */
+  cq_grant g1, g2, g3;
+  cq_grant_init(&g1);
+  cq_grant_init(&g2);
+  cq_grant_init(&g3);
+  assert_cq_ok(cq_grant_try(a, &g1, &req));
+  char vis[64];
+  assert_cq_ok(cq_grant_cuda_visible(&g1, "gpu", vis, sizeof(vis)));
+  assert_string_equal(vis, "0");
+  cq_req breq;
+  assert_cq_ok(cq_req_init(&breq, b));
+  assert_cq_ok(cq_req_parse(&breq, "gpu=2,licence=1"));
+  assert_cq_ok(cq_grant_try(b, &g2, &breq)); /* hostB's two gpus */
+  assert_int_equal(cq_grant_held(&g2, "gpu@hostB"), 2000);
+  /* The licence is the fleet's: both are out. */
+  assert_cq_err(cq_grant_try(a, &g3, &req), CQ_EBUSY);
+
+  static char text[65536];
+  text[0] = '\0';
+  assert_cq_ok(cq_pool_write_metrics(a, collect, text));
+  assert_non_null(strstr(text, "cronoq_in_use{resource=\"licence\"} 2"));
+  assert_non_null(strstr(text, "resource=\"gpu@hostA\""));
+  assert_non_null(strstr(text, "resource=\"gpu@hostB\""));
+
+  assert_cq_ok(cq_grant_release(a, &g1));
+  assert_cq_ok(cq_grant_release(b, &g2));
+  assert_cq_ok(cq_pool_destroy(b));
+  assert_cq_ok(cq_pool_destroy(a));
+}
+
+static void test_scripts_come_back_after_script_flush(void **state) {
+  (void)state;
+  fleet_server_up();
+  const char *ns = fleet_new_ns();
+  cq_pool *a = fleet_open_as(ns, "hostA", NULL);
+  assert_cq_ok(cq_budget_add(a, "db", 1));
+  char ok[16];
+  cqr_str(&fleet_server, ok, sizeof(ok), "SCRIPT", "FLUSH", NULL);
+  assert_string_equal(ok, "OK");
+  cq_req req;
+  assert_cq_ok(cq_req_init(&req, a));
+  assert_cq_ok(cq_req_add(&req, "db", 1));
+  cq_grant g;
+  cq_grant_init(&g);
+  assert_cq_ok(cq_grant_try(a, &g, &req));
+  assert_cq_ok(cq_grant_release(a, &g));
+  assert_cq_ok(cq_pool_destroy(a));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_urls_parse_or_explain_what_is_wrong),
+      cmocka_unit_test(test_names_follow_the_core_rules_and_hosts_join_with_at),
+      cmocka_unit_test(test_a_server_that_cannot_be_reached_fails_closed),
+      cmocka_unit_test(test_bad_options_are_refused_with_a_reason),
+      cmocka_unit_test(
+          test_open_makes_a_namespace_and_a_session_that_destroy_ends),
+      cmocka_unit_test(test_a_namespace_keeps_its_claims_option),
+      cmocka_unit_test(
+          test_declarations_that_match_are_accepted_and_conflicts_name_both),
+      cmocka_unit_test(test_a_grant_is_a_lease_with_a_growing_fence),
+      cmocka_unit_test(test_specs_and_metrics_work_on_a_fleet_pool),
+      cmocka_unit_test(test_scripts_come_back_after_script_flush),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,140 @@
+/*
+ * Idempotent operations: a call whose reply is lost (a timeout, a broken
+ * connection) is sent again with the same id, and yields exactly one
+ * outcome. The library's test hook drops replies as the network would.
+ */
+#include "fleet_test.h"
+
+#include <hiredis/hiredis.h>
+
+void cq__fleet_drop_replies(cq_pool *pool, unsigned n);
+
+static char key[96];
+
+static const char *k(const char *ns, const char *what) {
+  snprintf(key, sizeof(key), "cq:{%s}:%s", ns, what);
+  return key;
+}
+
+/* The leases of every session of the namespace. */
+static long long leases(const char *ns) {
+  redisContext *c = redisConnectUnix(fleet_server.sock);
+  redisReply *r = redisCommand(c, "KEYS cq:{%s}:L:*", ns);
+  long long n = 0;
+  for (size_t i = 0; r != NULL && i < r->elements; i++) {
+    redisReply *h = redisCommand(c, "HLEN %s", r->element[i]->str);
+    n += h->integer;
+    freeReplyObject(h);
+  }
+  if (r != NULL)
+    freeReplyObject(r);
+  redisFree(c);
+  return n;
+}
+
+/* A namespace with budget "db" of `cap`, a request for one unit, and two
+ * grants; with `hold` the first holds the unit. */
+struct fixture {
+  const char *ns;
+  cq_pool *p;
+  cq_req req;
+  cq_grant held, g;
+};
+
+static void fixture(struct fixture *f, int64_t cap, bool hold) {
+  fleet_server_up();
+  f->ns = fleet_new_ns();
+  f->p = fleet_open_as(f->ns, "h", NULL);
+  assert_cq_ok(cq_budget_add(f->p, "db", cap));
+  cqt_req(&f->req, f->p, "db:1");
+  cq_grant_init(&f->held);
+  cq_grant_init(&f->g);
+  if (hold)
+    assert_cq_ok(cq_grant_try(f->p, &f->held, &f->req));
+}
+
+static int calls;
+static int last_status = 1;
+static void cb(cq_grant *g, int status) {
+  (void)g;
+  calls++;
+  last_status = status;
+}
+
+static void
+test_an_acquire_sent_again_with_the_same_id_yields_one_lease(void **state) {
+  (void)state;
+  struct fixture f;
+  fixture(&f, 2, false);
+  const char *ns = f.ns;
+  cq_pool *p = f.p;
+  cq_grant *g = &f.g;
+  cq__fleet_drop_replies(p, 1);
+  assert_cq_ok(cq_grant_try(p, g, &f.req));
+  assert_int_equal(leases(ns), 1);
+  assert_int_equal(cqr_int(&fleet_server, "HGET", k(ns, "meta"), "fence", NULL),
+                   1);
+  assert_int_equal(cqt_budget(p, "db").in_use, 1);
+  assert_int_equal(cqt_budget(p, "db").grants, 1);
+  uint64_t fence;
+  assert_cq_ok(cq_fleet_grant_fence(g, &fence));
+  assert_int_equal(fence, 1);
+
+  /* A release sent again returns the units once. */
+  cq__fleet_drop_replies(p, 1);
+  assert_cq_ok(cq_grant_release(p, g));
+  assert_int_equal(leases(ns), 0);
+  assert_int_equal(cqt_budget(p, "db").in_use, 0);
+  assert_cq_ok(cq_pool_destroy(p));
+}
+
+static void test_a_waiting_acquire_sent_again_waits_once(void **state) {
+  (void)state;
+  struct fixture f;
+  fixture(&f, 1, true);
+  const char *ns = f.ns;
+  cq_pool *p = f.p;
+  calls = 0;
+  cq__fleet_drop_replies(p, 1);
+  assert_cq_ok(cq_grant_submit(p, &f.g, &f.req, CQ_NEVER, cb));
+  assert_int_equal(calls, 0);
+  assert_int_equal(cqr_int(&fleet_server, "ZCARD", k(ns, "Q"), NULL), 1);
+  assert_int_equal(cqt_waiting(p), 1);
+  assert_cq_ok(cq_grant_release(p, &f.held));
+  assert_int_equal(calls, 1);
+  assert_int_equal(last_status, 0);
+  assert_int_equal(leases(ns), 1);
+  assert_cq_ok(cq_grant_release(p, &f.g));
+  assert_int_equal(leases(ns), 0);
+  assert_cq_ok(cq_pool_destroy(p));
+}
+
+static void test_a_cancel_sent_again_cancels_once(void **state) {
+  (void)state;
+  struct fixture f;
+  fixture(&f, 1, true);
+  cq_pool *p = f.p;
+  calls = 0;
+  assert_cq_ok(cq_grant_submit(p, &f.g, &f.req, CQ_NEVER, cb));
+  cq__fleet_drop_replies(p, 1);
+  assert_cq_ok(cq_grant_cancel(p, &f.g));
+  /* The callback ran once, within the cancel, with CQ_ECANCELED. */
+  assert_int_equal(calls, 1);
+  assert_int_equal(last_status, CQ_ECANCELED);
+  assert_int_equal(cqt_waiting(p), 0);
+  assert_int_equal(cqt_budget(p, "db").cancellations, 1);
+  assert_cq_err(cq_grant_cancel(p, &f.g), CQ_ESTATE);
+  assert_cq_ok(cq_grant_release(p, &f.held));
+  assert_int_equal(calls, 1);
+  assert_cq_ok(cq_pool_destroy(p));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(
+          test_an_acquire_sent_again_with_the_same_id_yields_one_lease),
+      cmocka_unit_test(test_a_waiting_acquire_sent_again_waits_once),
+      cmocka_unit_test(test_a_cancel_sent_again_cancels_once),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
