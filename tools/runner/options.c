@@ -29,6 +29,8 @@
 
 enum opt_id {
   OPT_RESOURCES,
+  OPT_POOL,
+  OPT_NAMESPACE,
   OPT_JOBS,
   OPT_REQUEST,
   OPT_TIMEOUT,
@@ -71,6 +73,12 @@ static const struct opt_def opts[] = {
      "(gpu=4: four devices, no GPU needed; NAME:class=N:\n"
      "at most N jobs of a class; NAME:devices=N: another\n"
      "device pool)"},
+    {OPT_POOL, "pool", 0, "URL",
+     "share the pool with every runner of the namespace on\n"
+     "a Redis server (redis://host:port/db, unix:///path);\n"
+     "-j is then the namespace's, and none unless given"},
+    {OPT_NAMESPACE, "namespace", 0, "NAME",
+     "the namespace of --pool (default: cronoq-run)"},
     {OPT_JOBS, "jobs", 'j', "N|P%",
      "at most N jobs that name nothing at once, or P% of\n"
      "the CPUs (0: no limit; default: one per CPU)"},
@@ -385,7 +393,14 @@ static int apply(const struct opt_def *d, const char *v, struct options *o) {
   case OPT_RESOURCES:
     o->resources = v;
     break;
+  case OPT_POOL:
+    o->pool_url = v;
+    break;
+  case OPT_NAMESPACE:
+    o->pool_ns = v;
+    break;
   case OPT_JOBS:
+    o->jobs_given = true;
     if (parse_jobs(v, &o->jobs) != 0)
       return usage_error("-j wants a number of jobs (0: no limit) or a "
                          "percentage of the CPUs (50%%), not '%s'",
@@ -572,5 +587,10 @@ int options_parse(int argc, char **argv, struct options *o) {
     o->output = OUTPUT_RESULTS;
   if (o->argfile != NULL && o->template_words == NULL)
     return usage_error("%s", "--arg-file wants a command template");
+  if (o->pool_ns != NULL && o->pool_url == NULL)
+    return usage_error("%s", "--namespace wants --pool URL");
+  /* A shared pool's jobs budget is every runner's: only when asked for. */
+  if (o->pool_url != NULL && !o->jobs_given)
+    o->jobs = 0;
   return -1;
 }

@@ -3,8 +3,10 @@
  *
  * pool_open() is the only place that creates the pool and declares what is
  * in it; everything after it uses the public API on whatever pool it made.
- * A shared (fleet) pool opened by URL can take its place here: the rest of
- * the runner asks nothing of the pool but what the API offers.
+ * With --pool it opens a fleet pool (cronoq_fleet.h) on a namespace of a
+ * Redis server instead, shared by every runner that opens it: the rest of
+ * the runner asks nothing of the pool but what the API offers. A fleet
+ * pool has no backfill, and its jobs budget (-j) is the namespace's.
  *
  * What it makes:
  * - the resources of --resources, as cq_pool_add_spec() reads them;
@@ -23,6 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef CRONOQ_RUN_FLEET
+#include <cronoq/cronoq_fleet.h>
+#endif
+
 static int pool_error(const char *what, const char *detail) {
   fprintf(stderr, "cronoq-run: %s%s%s\n", what, detail[0] != '\0' ? ": " : "",
           detail);
@@ -36,12 +42,33 @@ static bool is_device_pool(cq_pool *pool, const char *name) {
          st.kind == CQ_KIND_DEVICES;
 }
 
-int pool_open(struct runner *r, const struct options *o) {
+/* The pool itself: in-process, or the fleet pool of --pool. */
+static int pool_make(struct runner *r, const struct options *o) {
+  if (o->pool_url != NULL) {
+#ifdef CRONOQ_RUN_FLEET
+    const char *ns = o->pool_ns != NULL ? o->pool_ns : "cronoq-run";
+    int rc = cq_fleet_open(&r->pool, o->pool_url, ns, NULL);
+    if (rc != 0) {
+      fprintf(stderr, "cronoq-run: --pool %s: %s\n", o->pool_url,
+              cq_fleet_error()[0] != '\0' ? cq_fleet_error() : cq_strerror(rc));
+      return 2;
+    }
+    return 0;
+#else
+    return pool_error("--pool", "this cronoq-run was built without fleet "
+                                "pools (hiredis)");
+#endif
+  }
   cq_pool_config cfg = CQ_POOL_CONFIG_INIT;
   cfg.flags = CQ_POOL_BACKFILL;
   int rc = cq_pool_create(&r->pool, &cfg);
+  return rc != 0 ? pool_error(cq_strerror(rc), "") : 0;
+}
+
+int pool_open(struct runner *r, const struct options *o) {
+  int rc = pool_make(r, o);
   if (rc != 0)
-    return pool_error(cq_strerror(rc), "");
+    return rc;
   char err[256] = "";
   if (o->resources != NULL &&
       (rc = cq_pool_add_spec(r->pool, o->resources, NULL, err, sizeof(err))) !=

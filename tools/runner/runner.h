@@ -83,6 +83,9 @@ struct device_env {
 
 struct options {
   const char *resources; /* NULL: none but the jobs budget */
+  const char *pool_url;  /* --pool: a fleet pool; NULL: in-process */
+  const char *pool_ns;   /* its namespace; NULL: "cronoq-run" */
+  bool jobs_given;       /* -j was given */
   const char *request;   /* for jobs naming nothing; NULL: jobs=1 */
   int64_t jobs;          /* capacity of the jobs budget; 0: no budget */
   const char *gpu_pool;  /* NULL: "gpu", where there is one */
