@@ -1,0 +1,168 @@
+/*
+ * The README's two-host example, as two processes on one machine: two
+ * cronoq-run instances, "hostA" and "hostB" (CRONOQ_HOST), share a licence
+ * of 2 through one namespace, each with its own host's gpu. Every job
+ * writes when it starts and ends; at no moment do more than 2 jobs run,
+ * across both runners, every job runs and succeeds, and each job sees its
+ * own host's device in CUDA_VISIBLE_DEVICES.
+ *
+ * Usage: test_fleet_runner PATH-TO-CRONOQ-RUN
+ */
+#include "cronoq/cronoq.h"
+#include "cronoq/cronoq_fleet.h"
+#include "redis_harness.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define JOBS_PER_HOST 6
+#define LICENCES 2
+
+static struct cqr_server srv;
+static char dir[256], log_path[300];
+
+static void die(const char *what) {
+  printf("FAIL: %s\n", what);
+  fflush(stdout);
+  exit(1);
+}
+
+/* The job file of one host: each job logs "S <host> <ns> <devices>" and
+ * "E <host> <ns>" around a short sleep. */
+static void write_jobs(const char *path, const char *host) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL)
+    die("cannot write a job file");
+  for (int i = 0; i < JOBS_PER_HOST; i++)
+    fprintf(f,
+            "licence=1,gpu=0.5 -- sh -c 'echo S %s $(date +%%s%%N) "
+            "$CUDA_VISIBLE_DEVICES >> %s; sleep 0.15; echo E %s "
+            "$(date +%%s%%N) >> %s'\n",
+            host, log_path, host, log_path);
+  fclose(f);
+}
+
+/* Start one runner as `host`; returns its PID. */
+static pid_t runner(const char *exe, const char *host, const char *resources,
+                    const char *jobs) {
+  pid_t pid = fork();
+  if (pid < 0)
+    die("fork");
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    setenv("CRONOQ_HOST", host, 1);
+    setenv("CRONOQ_NUM_GPUS", "1", 1);
+    execl(exe, exe, "--pool", srv.url, "--namespace", "demo", "--resources",
+          resources, "--summary", "none", "--no-progress", jobs, (char *)NULL);
+    fprintf(stderr, "exec %s: %s\n", exe, strerror(errno));
+    _exit(127);
+  }
+  return pid;
+}
+
+static int wait_ok(pid_t pid) {
+  int st;
+  if (waitpid(pid, &st, 0) != pid)
+    return 0;
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+struct ev {
+  long long t;
+  int start;
+};
+
+static int by_time(const void *a, const void *b) {
+  const struct ev *x = a, *y = b;
+  if (x->t != y->t)
+    return x->t < y->t ? -1 : 1;
+  return x->start - y->start; /* an end before a start at the same time */
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s CRONOQ-RUN\n", argv[0]);
+    return 2;
+  }
+  cqr_start(&srv, NULL);
+  snprintf(dir, sizeof(dir), "%s", srv.dir);
+  snprintf(log_path, sizeof(log_path), "%s/jobs.log", dir);
+  char jobs_a[300], jobs_b[300];
+  snprintf(jobs_a, sizeof(jobs_a), "%s/jobs-a", dir);
+  snprintf(jobs_b, sizeof(jobs_b), "%s/jobs-b", dir);
+  write_jobs(jobs_a, "hostA");
+  write_jobs(jobs_b, "hostB");
+
+  /* hostA declares the shared licence and its gpu; hostB, once the
+   * namespace has the licence, only its own gpu (cq_pool_add_spec()
+   * refuses a name the pool already has, even a matching declaration). */
+  pid_t a = runner(argv[1], "hostA", "licence=2,gpu=1", jobs_a);
+  for (int i = 0; cqr_int(&srv, "EXISTS", "cq:{demo}:r:licence", NULL) != 1;
+       i++) {
+    if (i == 10000)
+      die("hostA's runner never declared the licence");
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  pid_t b = runner(argv[1], "hostB", "gpu=1", jobs_b);
+  int ok_a = wait_ok(a), ok_b = wait_ok(b);
+  if (!ok_a || !ok_b)
+    die("a runner failed");
+
+  FILE *f = fopen(log_path, "r");
+  if (f == NULL)
+    die("no job log");
+  struct ev evs[4 * JOBS_PER_HOST];
+  int n = 0, starts[2] = {0, 0};
+  char line[256];
+  while (fgets(line, sizeof(line), f) != NULL && n < 4 * JOBS_PER_HOST) {
+    char kind, host[16], dev[64] = "";
+    long long t;
+    if (sscanf(line, "%c %15s %lld %63s", &kind, host, &t, dev) < 3)
+      die("a job log line cannot be read");
+    evs[n].t = t;
+    evs[n].start = kind == 'S';
+    n++;
+    if (kind == 'S') {
+      starts[strcmp(host, "hostB") == 0]++;
+      if (strcmp(dev, "0") != 0) /* each host's one device */
+        die("a job's CUDA_VISIBLE_DEVICES is not its host's device");
+    }
+  }
+  fclose(f);
+  if (n != 4 * JOBS_PER_HOST || starts[0] != JOBS_PER_HOST ||
+      starts[1] != JOBS_PER_HOST)
+    die("not every job ran once");
+  qsort(evs, (size_t)n, sizeof(evs[0]), by_time);
+  int running = 0, peak = 0;
+  for (int i = 0; i < n; i++) {
+    running += evs[i].start ? 1 : -1;
+    if (running > peak)
+      peak = running;
+  }
+  if (peak > LICENCES)
+    die("more jobs ran at once than there are licences");
+
+  /* The namespace: every licence back, and never more than 2 out. */
+  cq_pool *p;
+  cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.host = "check";
+  if (cq_fleet_open(&p, srv.url, "demo", &o) != 0)
+    die(cq_fleet_error());
+  cq_resource_stats st;
+  if (cq_resource_stats_get(p, "licence", &st) != 0 || st.in_use != 0 ||
+      st.peak > LICENCES || st.grants != 2 * JOBS_PER_HOST)
+    die("the licence's figures are wrong");
+  cq_pool_destroy(p);
+  printf("ok: %d jobs on two hosts, at most %d at once (licence %d)\n",
+         2 * JOBS_PER_HOST, peak, LICENCES);
+  cqr_stop(&srv);
+  return 0;
+}
