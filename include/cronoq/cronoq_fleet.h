@@ -31,6 +31,9 @@
  *   must match what it was created with; CQ_POOL_MANUAL_TIMERS and a clock
  *   are this process's own (its deadlines). CQ_POOL_BACKFILL is not offered
  *   on fleet pools in this version: cq_fleet_open() returns CQ_EINVAL.
+ *   Fleet pools have no barging window: a blocking acquire claims its place
+ *   at once, as on an in-process pool with CQ_POOL_STRICT_ORDER, which is
+ *   accepted and changes nothing.
  * - Declarations (cq_budget_add(), cq_budget_add_ex(), cq_class_add(),
  *   cq_devices_add()) that match what the namespace has return 0 and change
  *   nothing; a conflicting one returns CQ_EEXIST and cq_fleet_error() names
@@ -106,7 +109,8 @@ enum cq_fleet_flags {
 /* Options of cq_fleet_open(). Zero means default for every field. */
 typedef struct cq_fleet_opts {
   unsigned flags;    /* enum cq_pool_flags: CQ_POOL_STAGED_CLAIMS (must match
-                        the namespace), CQ_POOL_MANUAL_TIMERS */
+                        the namespace), CQ_POOL_MANUAL_TIMERS,
+                        CQ_POOL_STRICT_ORDER (no effect) */
   cq_clock_fn clock; /* with CQ_POOL_MANUAL_TIMERS: the clock of deadlines */
   void *clock_arg;
   void *data;           /* see cq_pool_data() */

@@ -77,7 +77,10 @@ static void end_session(struct fl_pool *fp) {
     fl_call_done(fp, r);
 }
 
-#define KNOWN_FLAGS (CQ_POOL_STAGED_CLAIMS | CQ_POOL_MANUAL_TIMERS)
+/* Blocking acquires on a fleet pool always claim at once (no barging
+ * window), so CQ_POOL_STRICT_ORDER is accepted and changes nothing. */
+#define KNOWN_FLAGS                                                            \
+  (CQ_POOL_STAGED_CLAIMS | CQ_POOL_MANUAL_TIMERS | CQ_POOL_STRICT_ORDER)
 
 /* The options, checked and with their defaults. */
 static int take_opts(struct fl_pool *fp, const cq_fleet_opts *o) {
