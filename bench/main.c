@@ -25,6 +25,8 @@ static void usage(FILE *f) {
           "  micro          the micro-benchmarks, each against its baseline\n"
           "  deep           only the deep-queue figures of micro\n"
           "  contended      only the contended figures of micro\n"
+          "  core           only the core figures of micro (uncontended,\n"
+          "                 handoff, parked waiters)\n"
           "  sim            the workload simulator (tools/sim, also its own\n"
           "                 command cronoq-sim): libcronoq against strict\n"
           "                 FIFO, greedy first-fit and a static split\n"
@@ -42,8 +44,9 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  static const char *const commands[] = {
-      "all", "micro", "sim", "backfill", "deep", "contended", "fleet", NULL};
+  static const char *const commands[] = {"all",       "micro", "sim",
+                                         "backfill",  "deep",  "core",
+                                         "contended", "fleet", NULL};
   const char *cmd =
       cqb_parse_args(argc, argv, commands, cqb_sim_parse_option, usage);
   cqb_sim_options_done();
@@ -57,6 +60,7 @@ int main(int argc, char **argv) {
   bool backfill = all || strcmp(cmd, "backfill") == 0;
   bool deep = micro || strcmp(cmd, "deep") == 0;
   bool contended = micro || strcmp(cmd, "contended") == 0;
+  bool core = micro || strcmp(cmd, "core") == 0;
   bool fleet = strcmp(cmd, "fleet") == 0;
   int steps = 0;
 #ifdef CRONOQ_BENCH_FLEET
@@ -68,9 +72,10 @@ int main(int argc, char **argv) {
     return 2;
   }
 #endif
+  if (core)
+    steps += cqb_micro_core_plan();
   if (micro) {
-    steps += cqb_micro_core_plan() + cqb_micro_devices_plan() +
-             cqb_micro_backfill_plan();
+    steps += cqb_micro_devices_plan() + cqb_micro_backfill_plan();
 #ifdef CRONOQ_BENCH_UV
     steps += cqb_micro_uv_plan();
 #endif
@@ -84,8 +89,9 @@ int main(int argc, char **argv) {
   if (backfill)
     steps += cqb_backfill_plan();
   cqb_progress_plan(steps);
-  if (micro) {
+  if (core)
     cqb_micro_core();
+  if (micro) {
     cqb_micro_devices();
     cqb_micro_backfill();
 #ifdef CRONOQ_BENCH_UV

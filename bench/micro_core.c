@@ -16,6 +16,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,33 @@ static double rep_hand_semaphore(void *arg) {
   return taken == m->ops && used == 0 ? (double)(t1 - t0) / (double)m->ops : -1;
 }
 
+/* The floor under any lock-free multi-budget acquire and release: one
+ * atomic add and one atomic subtract on each budget's word, each word on a
+ * cache line of its own, as the budgets' are. */
+struct floor {
+  struct {
+    alignas(64) _Atomic uint64_t word;
+  } b[4];
+  int n_budgets;
+  long ops;
+};
+
+static double rep_atomic_floor(void *arg) {
+  struct floor *f = arg;
+  int64_t t0 = cqb_now_ns();
+  for (long i = 0; i < f->ops; i++) {
+    for (int k = 0; k < f->n_budgets; k++)
+      atomic_fetch_add_explicit(&f->b[k].word, 1, memory_order_acq_rel);
+    for (int k = 0; k < f->n_budgets; k++)
+      atomic_fetch_sub_explicit(&f->b[k].word, 1, memory_order_acq_rel);
+  }
+  int64_t t1 = cqb_now_ns();
+  for (int k = 0; k < f->n_budgets; k++)
+    if (atomic_load(&f->b[k].word) != 0)
+      return -1;
+  return (double)(t1 - t0) / (double)f->ops;
+}
+
 static void bench_uncontended(void) {
   struct mutex_counter m;
   pthread_mutex_init(&m.lock, NULL);
@@ -122,11 +150,23 @@ static void bench_uncontended(void) {
       must(cq_budget_add(u.pool, name, 1 << 20), "budget");
       must(cq_req_add(&u.req, name, 1), "req add");
     }
+    struct floor fl;
+    memset(&fl, 0, sizeof(fl));
+    fl.n_budgets = nb;
+    fl.ops = m.ops;
     struct cqb_stat s = cqb_measure("try+release", rep_try_release, &u);
-    char fig[96];
+    struct cqb_stat floor = cqb_measure("atomic floor", rep_atomic_floor, &fl);
+    char fig[96], floor_name[64];
     snprintf(fig, sizeof(fig), "try + release, %d-budget request", nb);
     cqb_figure("uncontended", fig, "ns/op", s, "mutex lock+counter+unlock",
                &base, nb == 1 ? 2.0 : 4.0);
+    snprintf(fig, sizeof(fig), "try + release, %d-budget (vs atomic floor)",
+             nb);
+    snprintf(floor_name, sizeof(floor_name), "%d atomic add+sub pairs", nb);
+    cqb_figure("uncontended", fig, "ns/op", s, floor_name, &floor,
+               nb == 4 ? 1.25 : 0);
+    snprintf(fig, sizeof(fig), "baseline: %d atomic add+sub pairs", nb);
+    cqb_figure("uncontended", fig, "ns/op", floor, NULL, NULL, 0);
     snprintf(fig, sizeof(fig), "try + release, %d-budget (vs hand-rolled)", nb);
     cqb_figure("uncontended", fig, "ns/op", s, "hand-rolled try+release", &sem,
                0);
