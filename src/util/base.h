@@ -24,6 +24,10 @@
 #define CQ_DEBUG 0
 #endif
 
+/* The layouts the public header states (the backend header at the start of
+ * cq_req and cq_grant) are those of a 64-bit target; CMake says so too. */
+_Static_assert(sizeof(void *) == 8, "libcronoq builds for 64-bit targets");
+
 #define CQ__CONTAINER_OF(ptr, type, field)                                     \
   ((type *)(void *)((char *)(ptr)-offsetof(type, field)))
 
