@@ -541,7 +541,7 @@ backfill_past(cq_pool *p, const struct cq__grant *g, int64_t now) {
 }
 
 bool cq__policy_arrive(cq_pool *p, struct cq__grant *g) {
-  int32_t devices[CQ_REQ_MAX_ITEMS];
+  int32_t devices[CQ_REQ_MAX_ITEMS] = {0};
   int64_t now = cq__pool_now(p);
   const struct cq__grant *h = NULL;
   if (!covered_all(g, NULL)) {
@@ -820,7 +820,7 @@ static void sleeper_unlink(cq_pool *p, struct cq__grant *g) {
 
 /* Sleeper g tries as a new arrival would: granted, or nothing changes. */
 static bool sleeper_try(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
-  int32_t devices[CQ_REQ_MAX_ITEMS];
+  int32_t devices[CQ_REQ_MAX_ITEMS] = {0};
   if (!covered_all_at(g, UINT64_MAX, NULL) ||
       !take_units(g, devices, UINT64_MAX, NULL))
     return false;
@@ -994,7 +994,7 @@ static void examine(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
   for (;;) {
     int first = claim_lacks(p, g);
     if (first < 0) {
-      int32_t devices[CQ_REQ_MAX_ITEMS];
+      int32_t devices[CQ_REQ_MAX_ITEMS] = {0};
       if (take_units(g, devices, g->seq, NULL)) {
         grant_waiter(p, g, devices, o);
         return;
@@ -1072,7 +1072,7 @@ static bool backfill_pass(cq_pool *p, struct cq__outbox *o) {
   struct cq__grant *next;
   for (struct cq__grant *w = h->qnext; w != NULL; w = next) {
     next = w->qnext;
-    int32_t devices[CQ_REQ_MAX_ITEMS];
+    int32_t devices[CQ_REQ_MAX_ITEMS] = {0};
     if (w->req->limit_ms > 0 && covered_all(w, h) && cq__bf_allows(p, w, now) &&
         take_units(w, devices, w->seq, h)) {
       grant_waiter(p, w, devices, o);
@@ -1110,9 +1110,6 @@ void cq__policy_capacity_changed(cq_pool *p, struct cq__res *r, bool tighter,
     p->q.nudge = true;
   sweep(p, o);
 }
-
-static void sleeper_claims(cq_pool *p, struct cq__grant *g,
-                           struct cq__outbox *o);
 
 void cq__policy_expire(cq_pool *p, int64_t now, struct cq__outbox *o) {
   cq__limits_expire(p, now);

@@ -52,7 +52,7 @@ static const char *esc(const char *in, char *buf, size_t len) {
   for (; *in && k + 2 < len; in++) {
     if (*in == '\\' || *in == '"' || *in == '\n') {
       buf[k++] = '\\';
-      buf[k++] = *in == '\n' ? 'n' : *in;
+      buf[k++] = (char)(*in == '\n' ? 'n' : *in);
     } else {
       buf[k++] = *in;
     }
