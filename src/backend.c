@@ -24,7 +24,7 @@ static bool ops_complete(const cq_backend_ops *ops) {
 int cq_backend_pool_create(cq_pool **out, const cq_backend_ops *ops, void *impl,
                            void *data) {
   if (out == NULL || ops == NULL || ops->size != sizeof(*ops) ||
-      !ops_complete(ops))
+      (ops->flags & ~(unsigned)CQ_BACKEND_SHARED) != 0 || !ops_complete(ops))
     return CQ_EINVAL;
   cq_allocator a = cq__sys_allocator();
   cq_pool *p = cq__alloc(&a, sizeof(*p));
@@ -41,6 +41,10 @@ int cq_backend_pool_create(cq_pool **out, const cq_backend_ops *ops, void *impl,
 
 void *cq_backend_impl(const cq_pool *pool) {
   return pool != NULL ? pool->backend_impl : NULL;
+}
+
+const cq_backend_ops *cq_backend_ops_of(const cq_pool *pool) {
+  return pool != NULL ? pool->backend : NULL;
 }
 
 cq_pool *cq_backend_req_pool(const cq_req *req) {

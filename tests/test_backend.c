@@ -85,10 +85,18 @@ static int b_stats_get(cq_pool *p, cq_pool_stats *out) {
   note("stats_get");
   return rec.rc;
 }
+static int fill(const char *name, cq_resource_stats *out);
+
 static int b_budget_add(cq_pool *p, const char *name, int64_t cap, int kind,
                         unsigned flags) {
   (void)p;
   note("budget_add(%s,%lld,%d,%u)", name, (long long)cap, kind, flags);
+  /* A name of the table accepts only what it is (as a shared backend
+   * does); the others are added. */
+  cq_resource_stats st;
+  if (rec.rc == 0 && fill(name, &st) == 0 &&
+      (st.kind != kind || st.capacity != cap))
+    return CQ_EEXIST;
   return rec.rc;
 }
 static int b_set_capacity(cq_pool *p, const char *name, int64_t cap, int kind) {
@@ -364,6 +372,7 @@ static void test_every_pool_call_reaches_the_backend(void **state) {
   (void)state;
   cq_pool *p = rec.pool;
   assert_ptr_equal(cq_backend_impl(p), &impl_token);
+  assert_ptr_equal(cq_backend_ops_of(p), &ops);
   assert_ptr_equal(cq_pool_data(p), &data_token);
   assert_cq_ok(cq_budget_add(p, "db", 8));
   assert_cq_ok(cq_budget_add_ex(p, "mem", 64, CQ_BUDGET_LONE));
@@ -491,6 +500,36 @@ static void test_specs_and_messages_work_on_a_backend_pool(void **state) {
   rec.log[0] = '\0';
 }
 
+/* On a shared backend every item of a spec is declared, names the pool has
+ * included (the backend accepts a match), and a failed item undoes
+ * nothing: what was declared may be another process's already. */
+static void
+test_a_shared_backend_is_asked_every_spec_item_and_keeps_them(void **state) {
+  (void)state;
+  static cq_backend_ops shared; /* must outlive its pool */
+  shared = ops;
+  shared.flags = CQ_BACKEND_SHARED;
+  cq_pool *p = NULL;
+  assert_cq_ok(cq_backend_pool_create(&p, &shared, rec.impl, NULL));
+  assert_ptr_equal(cq_backend_ops_of(p), &shared);
+  char err[256];
+  assert_cq_ok(
+      cq_pool_add_spec(p, "db=8,x=1,jobs:class=2", NULL, err, sizeof(err)));
+  expect_log("budget_add(db,8,1,0) budget_add(x,1,1,0) budget_add(jobs,2,3,0)");
+  assert_cq_err(cq_pool_add_spec(p, "y=1,db=9,z=2", NULL, err, sizeof(err)),
+                CQ_EEXIST);
+  expect_log("budget_add(y,1,1,0) budget_add(db,9,1,0)");
+  assert_non_null(strstr(err, "cannot add \"db\" (item at column 5)"));
+  /* The syntax is still checked whole before anything is declared. */
+  assert_cq_err(cq_pool_add_spec(p, "y=1,db=", NULL, err, sizeof(err)),
+                CQ_EPARSE);
+  assert_cq_err(cq_pool_add_spec(p, "y=1,y=1", NULL, err, sizeof(err)),
+                CQ_EEXIST);
+  expect_log("");
+  assert_cq_ok(cq_pool_destroy(p));
+  expect_log("destroy");
+}
+
 static int collect(const char *text, size_t len, void *arg) {
   char **buf = arg;
   size_t have = *buf != NULL ? strlen(*buf) : 0;
@@ -532,12 +571,17 @@ static void test_an_incomplete_backend_is_refused(void **state) {
   other.size = sizeof(ops) - sizeof(void *);
   assert_cq_err(cq_backend_pool_create(&p, &other, NULL, NULL), CQ_EINVAL);
   assert_cq_err(cq_backend_pool_create(NULL, &ops, NULL, NULL), CQ_EINVAL);
+  cq_backend_ops unknown = ops;
+  unknown.flags = 1u << 7;
+  assert_cq_err(cq_backend_pool_create(&p, &unknown, NULL, NULL), CQ_EINVAL);
   assert_null(p);
   (void)never_called;
   /* An in-process pool has no backend. */
   cq_pool *local;
   assert_cq_ok(cq_pool_create(&local, NULL));
   assert_null(cq_backend_impl(local));
+  assert_null(cq_backend_ops_of(local));
+  assert_null(cq_backend_ops_of(NULL));
   assert_cq_ok(cq_pool_destroy(local));
   /* A backend that refuses to be destroyed keeps its pool. */
   rec.rc = CQ_EINUSE;
@@ -552,6 +596,7 @@ int main(void) {
       T(test_every_pool_call_reaches_the_backend),
       T(test_every_request_and_grant_call_reaches_the_backend),
       T(test_specs_and_messages_work_on_a_backend_pool),
+      T(test_a_shared_backend_is_asked_every_spec_item_and_keeps_them),
       T(test_metrics_of_a_backend_pool_come_from_its_snapshots),
       T(test_an_incomplete_backend_is_refused),
   };

@@ -1102,7 +1102,12 @@ CQ_EXPORT int cq_pool_room(cq_pool *pool, const char *job_class, cq_room *out);
  * All or nothing: on failure nothing is added and `err` (may be NULL) says
  * what and where, e.g. `resource spec: expected '=' after "warehouse-db" at
  * column 13`; the one exception is a resource it added that another thread
- * began to use before this call failed: that one stays. Thread-safe; takes
+ * began to use before this call failed: that one stays. On a pool shared
+ * with other processes (a fleet pool, <cronoq/cronoq_fleet.h>) a name the
+ * pool has may be declared again: a matching item is accepted and changes
+ * nothing, a conflicting one fails with CQ_EEXIST, and the items declared
+ * before a failing one stay, as another process may use them already
+ * (the syntax is still checked whole first). Thread-safe; takes
  * the pool lock briefly, per item. With `gpu=auto` it may block in
  * cq_gpu_detect() and is then not callable from a callback; otherwise it
  * is.

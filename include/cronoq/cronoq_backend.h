@@ -97,6 +97,22 @@ enum cq_backend_mode {
   CQ_BACKEND_CLASS = 3     /* cq_req_set_class(): amount is 1 */
 };
 
+/* What a backend's pools are (cq_backend_ops.flags). */
+enum cq_backend_flags {
+  /*
+   * The pool's state is shared with other processes (a fleet pool's
+   * namespace), so its resources are declared by every process that uses
+   * them: a declaration (budget_add, devices_add) that matches what the
+   * pool has returns 0 and changes nothing, and one that conflicts returns
+   * CQ_EEXIST. cq_pool_add_spec() then declares every item of a spec,
+   * names the pool has included, and leaves what it declared before a
+   * failing item in place, since another process may use it already.
+   * Without the flag a spec refuses every name the pool has and undoes
+   * what it added when an item fails, as on an in-process pool.
+   */
+  CQ_BACKEND_SHARED = 1u << 0
+};
+
 /*
  * The operations. Each has the contract of the cronoq.h function named in
  * its comment, with the same arguments; the core has already checked that
@@ -106,6 +122,7 @@ enum cq_backend_mode {
 typedef struct cq_backend_ops {
   size_t size;      /* sizeof(cq_backend_ops) the backend was built with */
   const char *name; /* for messages, e.g. "fleet" */
+  unsigned flags;   /* enum cq_backend_flags */
 
   /* Pool */
   int (*close)(cq_pool *pool);   /* cq_pool_close */
@@ -170,14 +187,20 @@ typedef struct cq_backend_ops {
 /*
  * Create a pool served by `ops` (which must outlive the pool) with the
  * backend's own state `impl`; `data` is what cq_pool_data() returns.
- * Returns 0, CQ_EINVAL (NULL, an ops table of another size, or a NULL
- * operation) or CQ_ENOMEM.
+ * Returns 0, CQ_EINVAL (NULL, an ops table of another size, an unknown
+ * flag, or a NULL operation) or CQ_ENOMEM.
  */
 CQ_EXPORT int cq_backend_pool_create(cq_pool **out, const cq_backend_ops *ops,
                                      void *impl, void *data);
 
 /* The `impl` of a backend pool; NULL for an in-process pool. */
 CQ_EXPORT void *cq_backend_impl(const cq_pool *pool);
+
+/* The table a backend pool was created with, so that a backend can tell
+ * its own pools from another backend's (compare it with its table) and the
+ * core's text layer can read a backend's flags; NULL for an in-process
+ * pool or NULL. Thread-safe; never blocks. */
+CQ_EXPORT const cq_backend_ops *cq_backend_ops_of(const cq_pool *pool);
 
 /* The pool a request or a grant was last bound to (its header); NULL if
  * none. */

@@ -38,10 +38,11 @@
  *   cq_devices_add()) that match what the namespace has return 0 and change
  *   nothing; a conflicting one returns CQ_EEXIST and cq_fleet_error() names
  *   both values. cq_devices_add() registers this host's pool: a name with
- *   a '@' is refused with CQ_EINVAL. cq_pool_add_spec() refuses every name
- *   the pool already has (CQ_EEXIST, "already exists"), a matching one
- *   too, as on any pool: a spec declares only what is new to the
- *   namespace.
+ *   a '@' is refused with CQ_EINVAL. cq_pool_add_spec() declares each item
+ *   the same way, so every process may run the same spec
+ *   (`gpu=auto,licence=2`): matching items are accepted, a conflicting one
+ *   fails with CQ_EEXIST, and the items declared before it stay (another
+ *   process may use them already).
  * - cq_budget_set_capacity(), cq_class_set_max(), cq_device_set_online()
  *   and cq_resource_remove() change the namespace, for every process.
  * - cq_req_set_hold_limit() is accepted and kept with the lease, but a

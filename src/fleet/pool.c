@@ -780,6 +780,7 @@ int fl_op_pool_room(cq_pool *pool, const char *job_class, cq_room *out) {
 const cq_backend_ops fl_ops = {
     .size = sizeof(cq_backend_ops),
     .name = "fleet",
+    .flags = CQ_BACKEND_SHARED, /* a namespace is declared by all its users */
     .close = fl_op_close,
     .destroy = fl_op_destroy,
     .expire = fl_op_expire,

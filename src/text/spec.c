@@ -24,6 +24,14 @@
  * (a racing add, out of memory, GPU detection) the ones added by this call
  * are removed again.
  *
+ * A pool whose state other processes share (a backend with
+ * CQ_BACKEND_SHARED: a fleet pool's namespace) is the exception. There
+ * every process declares what it uses, the backend accepting a declaration
+ * that matches and refusing one that conflicts, so a name the pool has is
+ * passed on like any other; and nothing is undone after a failed item,
+ * since what this call declared may be in use by another process already
+ * (or have been declared by it first, which the pool cannot tell apart).
+ *
  * The parsers allocate nothing: comparing a name with the earlier items,
  * adding the checked items and undoing them all read the text again, which
  * is cheap for the few items a spec has.
@@ -397,6 +405,8 @@ int cq__pool_add_spec_n(cq_pool *pool, const char *spec, size_t len,
                      .msg_len = err_len};
   if (pool == NULL || spec == NULL)
     return lex_fail(&lx, CQ_EINVAL, "%s", cq_strerror(CQ_EINVAL));
+  const cq_backend_ops *ops = cq_backend_ops_of(pool);
+  bool shared = ops != NULL && (ops->flags & CQ_BACKEND_SHARED) != 0;
 
   /* Check everything before adding anything. */
   struct decl d;
@@ -406,7 +416,8 @@ int cq__pool_add_spec_n(cq_pool *pool, const char *spec, size_t len,
     if (named_before(&lx, &d.it))
       return fail_named_twice(&lx, &d.it);
     cq_resource_stats st;
-    bool taken = cq_resource_stats_get(pool, d.it.name, &st) != CQ_ENOENT;
+    bool taken =
+        !shared && cq_resource_stats_get(pool, d.it.name, &st) != CQ_ENOENT;
     if (taken)
       return lex_fail(&lx, CQ_EEXIST, "\"%s\" already exists (column %zu)",
                       d.it.name, d.it.at + 1);
@@ -423,7 +434,8 @@ int cq__pool_add_spec_n(cq_pool *pool, const char *spec, size_t len,
     CQ__ASSERT(rc == 1); /* the same text, read once without error */
     rc = declare(pool, &d, detect, &lx);
     if (rc != 0) {
-      undeclare(pool, &lx, i);
+      if (!shared)
+        undeclare(pool, &lx, i);
       return rc;
     }
   }

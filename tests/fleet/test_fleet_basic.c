@@ -276,15 +276,18 @@ static void test_specs_and_metrics_work_on_a_fleet_pool(void **state) {
   assert_int_equal(setenv("CRONOQ_NUM_GPUS", "2", 1), 0);
   assert_cq_ok(
       cq_pool_add_spec(a, "licence=2,gpu=auto", NULL, err, sizeof(err)));
-  /* Another host: its own gpu (a name new to the namespace), the same
-   * licence (declared again through the API: cq_pool_add_spec() refuses
-   * every name the pool has, even a matching declaration). */
-  assert_cq_ok(cq_pool_add_spec(b, "gpu=auto", NULL, err, sizeof(err)));
+  /* Another host, the same spec: the licence the namespace has (a
+   * matching declaration, accepted) and its own gpu. */
+  assert_cq_ok(
+      cq_pool_add_spec(b, "licence=2,gpu=auto", NULL, err, sizeof(err)));
   assert_int_equal(unsetenv("CRONOQ_NUM_GPUS"), 0);
-  assert_cq_ok(cq_budget_add(b, "licence", 2));
+  /* A conflicting one is refused and changes nothing. */
   assert_cq_err(cq_pool_add_spec(b, "licence=3", NULL, err, sizeof(err)),
                 CQ_EEXIST);
   assert_non_null(strstr(err, "licence"));
+  cq_resource_stats lic;
+  assert_cq_ok(cq_resource_stats_get(a, "licence", &lic));
+  assert_int_equal(lic.capacity, 2);
 
   /* {gpu: 0.5, licence: 1} on this host's gpu, whole or not at all. */
   cq_req req;
@@ -324,6 +327,35 @@ static void test_specs_and_metrics_work_on_a_fleet_pool(void **state) {
   assert_cq_ok(cq_pool_destroy(a));
 }
 
+/* A spec that fails on a fleet pool keeps what it declared before the
+ * failing item: another process may be using it already. */
+static void
+test_a_failed_spec_on_a_fleet_pool_keeps_what_it_declared_before(void **s) {
+  (void)s;
+  fleet_server_up();
+  const char *ns = fleet_new_ns();
+  cq_pool *a = fleet_open_as(ns, "hostA", NULL);
+  cq_pool *b = fleet_open_as(ns, "hostB", NULL);
+  char err[256];
+  assert_cq_ok(cq_pool_add_spec(a, "licence=2", NULL, err, sizeof(err)));
+  assert_cq_err(
+      cq_pool_add_spec(b, "mem=64,licence=3,late=1", NULL, err, sizeof(err)),
+      CQ_EEXIST);
+  assert_non_null(strstr(err, "\"licence\" (item at column 8)"));
+  cq_resource_stats st;
+  assert_cq_ok(cq_resource_stats_get(a, "mem", &st));
+  assert_int_equal(st.capacity, 64);
+  assert_cq_ok(cq_resource_stats_get(a, "licence", &st));
+  assert_int_equal(st.capacity, 2);
+  assert_cq_err(cq_resource_stats_get(a, "late", &st), CQ_ENOENT);
+  /* Bad syntax still declares nothing. */
+  assert_cq_err(cq_pool_add_spec(b, "other=1,licence=", NULL, err, sizeof(err)),
+                CQ_EPARSE);
+  assert_cq_err(cq_resource_stats_get(a, "other", &st), CQ_ENOENT);
+  assert_cq_ok(cq_pool_destroy(b));
+  assert_cq_ok(cq_pool_destroy(a));
+}
+
 static void test_scripts_come_back_after_script_flush(void **state) {
   (void)state;
   fleet_server_up();
@@ -356,6 +388,8 @@ int main(void) {
           test_declarations_that_match_are_accepted_and_conflicts_name_both),
       cmocka_unit_test(test_a_grant_is_a_lease_with_a_growing_fence),
       cmocka_unit_test(test_specs_and_metrics_work_on_a_fleet_pool),
+      cmocka_unit_test(
+          test_a_failed_spec_on_a_fleet_pool_keeps_what_it_declared_before),
       cmocka_unit_test(test_scripts_come_back_after_script_flush),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

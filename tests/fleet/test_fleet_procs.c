@@ -569,6 +569,75 @@ test_a_dead_session_with_many_leases_is_reclaimed_in_shares(void **state) {
   close(p.wfd);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Every process of a host declares with the same spec                       */
+/* ------------------------------------------------------------------------ */
+
+/* One worker of host "h": declare `gpu=auto,licence=2` (two GPUs, from
+ * CRONOQ_NUM_GPUS), try a conflicting `licence=3`, and take
+ * {gpu: 0.5, licence: 1} once. Says "spec <rc> conflict <rc> grant <rc>
+ * gpu <held> | <spec message>". */
+static int spec_main(void *arg, int fd) {
+  const char *ns = arg;
+  cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.host = "h";
+  setenv("CRONOQ_NUM_GPUS", "2", 1);
+  cq_pool *p = child_open(ns, &o);
+  char err[256] = "", conflict_err[256] = "";
+  int rc = cq_pool_add_spec(p, "gpu=auto,licence=2", NULL, err, sizeof(err));
+  int conflict = cq_pool_add_spec(p, "licence=3", NULL, conflict_err,
+                                  sizeof(conflict_err));
+  cq_req req;
+  cq_grant g;
+  cq_grant_init(&g);
+  int got = rc;
+  if (got == 0)
+    got = cq_req_init(&req, p);
+  if (got == 0)
+    got = cq_req_parse(&req, "gpu=0.5,licence=1");
+  if (got == 0)
+    got = cq_grant_try(p, &g, &req);
+  say(fd, "spec %s conflict %s grant %s gpu %" PRId64 " | %s\n",
+      cq_err_name(rc), cq_err_name(conflict), cq_err_name(got),
+      cq_grant_held(&g, "gpu"), err);
+  if (got == 0 && cq_grant_release(p, &g) != 0)
+    return 1;
+  return cq_pool_destroy(p) == 0 ? 0 : 1;
+}
+
+static void
+test_a_second_process_on_a_host_declares_the_same_spec(void **state) {
+  (void)state;
+  fleet_server_up();
+  const char *ns = fleet_new_ns();
+  /* The first worker creates what the spec names, the second finds it:
+   * both run the same spec, and both are refused the conflicting one. */
+  for (int i = 0; i < 2; i++) {
+    int fd;
+    pid_t pid = spawn(spec_main, (void *)ns, &fd);
+    char line[512];
+    read_line(fd, line, sizeof(line), 60000);
+    assert_string_equal(line, "spec OK conflict EEXIST grant OK gpu 500 | ");
+    assert_int_equal(reap(pid, 60000), 0);
+    close(fd);
+  }
+  /* The conflicts changed nothing. */
+  cq_pool *p = fleet_open_as(ns, "h", NULL);
+  cq_resource_stats st;
+  assert_cq_ok(cq_resource_stats_get(p, "licence", &st));
+  assert_int_equal(st.capacity, 2);
+  assert_int_equal(st.grants, 2);
+  assert_int_equal(st.in_use, 0);
+  assert_cq_ok(cq_resource_stats_get(p, "gpu", &st));
+  assert_string_equal(st.name, "gpu@h");
+  assert_int_equal(st.devices, 2);
+  size_t n;
+  cq_resource_stats all[4];
+  assert_cq_ok(cq_pool_snapshot(p, all, 4, &n));
+  assert_int_equal(n, 2);
+  assert_cq_ok(cq_pool_destroy(p));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_four_processes_share_budgets_and_devices_exactly),
@@ -578,6 +647,7 @@ int main(void) {
           test_a_paused_holder_loses_its_lease_once_and_the_waiter_gets_it),
       cmocka_unit_test(
           test_a_dead_session_with_many_leases_is_reclaimed_in_shares),
+      cmocka_unit_test(test_a_second_process_on_a_host_declares_the_same_spec),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
