@@ -8,10 +8,11 @@
 
 #include <string.h>
 
-/* Whether every operation of the table is set. */
+/* Whether every operation of the table is set, up to the optional ones,
+ * which start with last_error. */
 static bool ops_complete(const cq_backend_ops *ops) {
   const char *at = (const char *)ops + offsetof(cq_backend_ops, close);
-  const char *end = (const char *)ops + sizeof(*ops);
+  const char *end = (const char *)ops + offsetof(cq_backend_ops, last_error);
   for (; at + sizeof(void (*)(void)) <= end; at += sizeof(void (*)(void))) {
     void (*fn)(void);
     memcpy(&fn, at, sizeof(fn));

@@ -28,6 +28,7 @@ static struct {
   cq_grant_cb last_cb;
   int64_t last_deadline;
   int last_status;
+  char detail[96]; /* what last_error says: the last conflict's values */
 } rec;
 
 #if defined(__GNUC__)
@@ -94,9 +95,13 @@ static int b_budget_add(cq_pool *p, const char *name, int64_t cap, int kind,
   /* A name of the table accepts only what it is (as a shared backend
    * does); the others are added. */
   cq_resource_stats st;
+  rec.detail[0] = '\0';
   if (rec.rc == 0 && fill(name, &st) == 0 &&
-      (st.kind != kind || st.capacity != cap))
+      (st.kind != kind || st.capacity != cap)) {
+    snprintf(rec.detail, sizeof(rec.detail), "%s is %lld here, not %lld", name,
+             (long long)st.capacity, (long long)cap);
     return CQ_EEXIST;
+  }
   return rec.rc;
 }
 static int b_set_capacity(cq_pool *p, const char *name, int64_t cap, int kind) {
@@ -309,6 +314,11 @@ static int b_pool_room(cq_pool *p, const char *job_class, cq_room *out) {
   return rec.rc;
 }
 
+static const char *b_last_error(const cq_pool *p) {
+  (void)p;
+  return rec.detail;
+}
+
 static const cq_backend_ops ops = {
     .size = sizeof(cq_backend_ops),
     .name = "recorder",
@@ -342,6 +352,7 @@ static const cq_backend_ops ops = {
     .req_headroom = b_req_headroom,
     .tasks_validate = b_tasks_validate,
     .pool_room = b_pool_room,
+    .last_error = b_last_error,
 };
 
 static int impl_token;
@@ -519,7 +530,9 @@ test_a_shared_backend_is_asked_every_spec_item_and_keeps_them(void **state) {
   assert_cq_err(cq_pool_add_spec(p, "y=1,db=9,z=2", NULL, err, sizeof(err)),
                 CQ_EEXIST);
   expect_log("budget_add(y,1,1,0) budget_add(db,9,1,0)");
-  assert_non_null(strstr(err, "cannot add \"db\" (item at column 5)"));
+  /* The backend's own detail, in place of the code's text. */
+  assert_string_equal(err, "resource spec: cannot add \"db\" (item at column "
+                           "5): db is 8 here, not 9");
   /* The syntax is still checked whole before anything is declared. */
   assert_cq_err(cq_pool_add_spec(p, "y=1,db=", NULL, err, sizeof(err)),
                 CQ_EPARSE);
@@ -528,6 +541,32 @@ test_a_shared_backend_is_asked_every_spec_item_and_keeps_them(void **state) {
   expect_log("");
   assert_cq_ok(cq_pool_destroy(p));
   expect_log("destroy");
+}
+
+/* A backend without last_error (an optional operation) is accepted, and a
+ * failed declaration in a spec is explained with the code's text. */
+static void test_a_backend_without_a_detail_gets_the_codes_text(void **state) {
+  (void)state;
+  static cq_backend_ops plain; /* must outlive its pool */
+  plain = ops;
+  plain.flags = CQ_BACKEND_SHARED;
+  plain.last_error = NULL;
+  cq_pool *p = NULL;
+  assert_cq_ok(cq_backend_pool_create(&p, &plain, rec.impl, NULL));
+  char err[256];
+  assert_cq_err(cq_pool_add_spec(p, "db=9", NULL, err, sizeof(err)), CQ_EEXIST);
+  assert_string_equal(err, "resource spec: cannot add \"db\" (item at column "
+                           "1): name already in use");
+  /* An empty detail is no detail either. */
+  plain.last_error = b_last_error;
+  rec.rc = CQ_ERANGE;
+  assert_cq_err(cq_pool_add_spec(p, "x=1", NULL, err, sizeof(err)), CQ_ERANGE);
+  assert_string_equal(err, "resource spec: cannot add \"x\" (item at column "
+                           "1): value out of range");
+  rec.rc = 0;
+  rec.log[0] = '\0';
+  assert_cq_ok(cq_pool_destroy(p));
+  rec.log[0] = '\0';
 }
 
 static int collect(const char *text, size_t len, void *arg) {
@@ -597,6 +636,7 @@ int main(void) {
       T(test_every_request_and_grant_call_reaches_the_backend),
       T(test_specs_and_messages_work_on_a_backend_pool),
       T(test_a_shared_backend_is_asked_every_spec_item_and_keeps_them),
+      T(test_a_backend_without_a_detail_gets_the_codes_text),
       T(test_metrics_of_a_backend_pool_come_from_its_snapshots),
       T(test_an_incomplete_backend_is_refused),
   };

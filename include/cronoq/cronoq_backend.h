@@ -117,7 +117,8 @@ enum cq_backend_flags {
  * The operations. Each has the contract of the cronoq.h function named in
  * its comment, with the same arguments; the core has already checked that
  * the pool, request or grant pointer is not NULL and belongs to this
- * backend. Every pointer must be set (no optional operation).
+ * backend. Every pointer must be set, except those of the last section,
+ * the optional operations, which may be NULL.
  */
 typedef struct cq_backend_ops {
   size_t size;      /* sizeof(cq_backend_ops) the backend was built with */
@@ -182,6 +183,15 @@ typedef struct cq_backend_ops {
   int (*tasks_validate)(cq_pool *pool, const cq_task *tasks, size_t n,
                         cq_problem_fn fn, void *arg);
   int (*pool_room)(cq_pool *pool, const char *job_class, cq_room *out);
+
+  /* Optional operations (NULL: the backend has none) */
+  /* The detail of the calling thread's last failed call on `pool`, such as
+   * `"licence" has capacity 2 in namespace "demo", not 3`; NULL or "" if
+   * none. The core puts it into the message of a failed declaration in
+   * cq_pool_add_spec(), in place of cq_strerror()'s text. A pool is shared
+   * by threads, so the detail is the calling thread's (thread-local on
+   * the backend's side), valid until that thread's next call. */
+  const char *(*last_error)(const cq_pool *pool);
 } cq_backend_ops;
 
 /*

@@ -41,7 +41,8 @@
  *   a '@' is refused with CQ_EINVAL. cq_pool_add_spec() declares each item
  *   the same way, so every process may run the same spec
  *   (`gpu=auto,licence=2`): matching items are accepted, a conflicting one
- *   fails with CQ_EEXIST, and the items declared before it stay (another
+ *   fails with CQ_EEXIST and its `err` names both values, as
+ *   cq_fleet_error() does, and the items declared before it stay (another
  *   process may use them already).
  * - cq_budget_set_capacity(), cq_class_set_max(), cq_device_set_online()
  *   and cq_resource_remove() change the namespace, for every process.

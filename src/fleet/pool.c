@@ -777,6 +777,12 @@ int fl_op_pool_room(cq_pool *pool, const char *job_class, cq_room *out) {
 /* The operations table                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* The detail of a failed declaration, for cq_pool_add_spec()'s message. */
+static const char *fl_op_last_error(const cq_pool *pool) {
+  (void)pool;
+  return cq_fleet_error();
+}
+
 const cq_backend_ops fl_ops = {
     .size = sizeof(cq_backend_ops),
     .name = "fleet",
@@ -811,4 +817,5 @@ const cq_backend_ops fl_ops = {
     .req_headroom = fl_op_req_headroom,
     .tasks_validate = fl_op_tasks_validate,
     .pool_room = fl_op_pool_room,
+    .last_error = fl_op_last_error,
 };

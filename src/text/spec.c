@@ -353,6 +353,16 @@ static int decl_next(struct lexer *lx, struct decl *d) {
   return 1;
 }
 
+/* Why a declaration on `pool` failed with `rc`: the backend's own detail
+ * (which names the values that conflict) where it has one, else the
+ * code's text. */
+static const char *failure_detail(const cq_pool *pool, int rc) {
+  const cq_backend_ops *ops = cq_backend_ops_of(pool);
+  const char *detail =
+      ops != NULL && ops->last_error != NULL ? ops->last_error(pool) : NULL;
+  return detail != NULL && detail[0] != '\0' ? detail : cq_strerror(rc);
+}
+
 /* Add one checked item to the pool; on failure the message says which. */
 static int declare(cq_pool *pool, const struct decl *d,
                    const cq_detect_opts *detect, struct lexer *lx) {
@@ -379,7 +389,7 @@ static int declare(cq_pool *pool, const struct decl *d,
   }
   if (rc != 0)
     lex_fail(lx, rc, "cannot add \"%s\" (item at column %zu): %s", name,
-             d->it.at + 1, cq_strerror(rc));
+             d->it.at + 1, failure_detail(pool, rc));
   return rc;
 }
 

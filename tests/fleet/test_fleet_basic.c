@@ -281,10 +281,16 @@ static void test_specs_and_metrics_work_on_a_fleet_pool(void **state) {
   assert_cq_ok(
       cq_pool_add_spec(b, "licence=2,gpu=auto", NULL, err, sizeof(err)));
   assert_int_equal(unsetenv("CRONOQ_NUM_GPUS"), 0);
-  /* A conflicting one is refused and changes nothing. */
+  /* A conflicting one is refused, with the namespace's value, and changes
+   * nothing. */
   assert_cq_err(cq_pool_add_spec(b, "licence=3", NULL, err, sizeof(err)),
                 CQ_EEXIST);
-  assert_non_null(strstr(err, "licence"));
+  char want[256];
+  snprintf(want, sizeof(want),
+           "resource spec: cannot add \"licence\" (item at column 1): "
+           "\"licence\" has capacity 2 in namespace \"%s\", not 3",
+           ns);
+  assert_string_equal(err, want);
   cq_resource_stats lic;
   assert_cq_ok(cq_resource_stats_get(a, "licence", &lic));
   assert_int_equal(lic.capacity, 2);

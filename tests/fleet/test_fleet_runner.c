@@ -2,10 +2,12 @@
  * The README's two-host example, as two processes on one machine: two
  * cronoq-run instances, "hostA" and "hostB" (CRONOQ_HOST), started at once
  * with the same --resources, share a licence of 2 through one namespace,
- * each with its own host's gpu. Every job
- * writes when it starts and ends; at no moment do more than 2 jobs run,
- * across both runners, every job runs and succeeds, and each job sees its
- * own host's device in CUDA_VISIBLE_DEVICES.
+ * each with its own host's gpu. Every job writes when it starts and ends;
+ * at no moment do more than 2 jobs run, across both runners, every job
+ * runs and succeeds, and each job sees its own host's device in
+ * CUDA_VISIBLE_DEVICES. A third runner, whose --resources gives the
+ * licence another capacity, stops at start with the namespace's value in
+ * its message.
  *
  * Usage: test_fleet_runner PATH-TO-CRONOQ-RUN
  */
@@ -49,14 +51,17 @@ static void write_jobs(const char *path, const char *host) {
   fclose(f);
 }
 
-/* Start one runner as `host`; returns its PID. */
+/* Start one runner as `host`, its stderr into `err` (NULL: this one's);
+ * returns its PID. */
 static pid_t runner(const char *exe, const char *host, const char *resources,
-                    const char *jobs) {
+                    const char *jobs, const char *err) {
   pid_t pid = fork();
   if (pid < 0)
     die("fork");
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (err != NULL && freopen(err, "w", stderr) == NULL)
+      _exit(126);
     setenv("CRONOQ_HOST", host, 1);
     setenv("CRONOQ_NUM_GPUS", "1", 1);
     execl(exe, exe, "--pool", srv.url, "--namespace", "demo", "--resources",
@@ -67,12 +72,15 @@ static pid_t runner(const char *exe, const char *host, const char *resources,
   return pid;
 }
 
-static int wait_ok(pid_t pid) {
+/* The runner's exit status, or -1 when it did not exit. */
+static int wait_exit(pid_t pid) {
   int st;
-  if (waitpid(pid, &st, 0) != pid)
-    return 0;
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+    return -1;
+  return WEXITSTATUS(st);
 }
+
+static int wait_ok(pid_t pid) { return wait_exit(pid) == 0; }
 
 struct ev {
   long long t;
@@ -103,11 +111,28 @@ int main(int argc, char **argv) {
   /* Both runners start at once with the same resources: each declares the
    * shared licence (whichever comes second finds it and is accepted) and
    * its own host's gpu. */
-  pid_t a = runner(argv[1], "hostA", "licence=2,gpu=1", jobs_a);
-  pid_t b = runner(argv[1], "hostB", "licence=2,gpu=1", jobs_b);
+  pid_t a = runner(argv[1], "hostA", "licence=2,gpu=1", jobs_a, NULL);
+  pid_t b = runner(argv[1], "hostB", "licence=2,gpu=1", jobs_b, NULL);
   int ok_a = wait_ok(a), ok_b = wait_ok(b);
   if (!ok_a || !ok_b)
     die("a runner failed");
+
+  /* A third runner that declares the licence otherwise stops at start
+   * (exit 2), saying what the namespace has; it runs nothing. */
+  char err_c[300], msg[512] = "";
+  snprintf(err_c, sizeof(err_c), "%s/runner-c.err", dir);
+  if (wait_exit(runner(argv[1], "hostC", "licence=3,gpu=1", jobs_a, err_c)) !=
+      2)
+    die("a runner with a conflicting licence did not stop with exit 2");
+  FILE *e = fopen(err_c, "r");
+  if (e == NULL || fgets(msg, sizeof(msg), e) == NULL)
+    die("the conflicting runner said nothing");
+  fclose(e);
+  if (strstr(msg, "\"licence\" has capacity 2 in namespace \"demo\", not 3") ==
+      NULL) {
+    printf("message: %s", msg);
+    die("the conflicting runner's message does not name both capacities");
+  }
 
   FILE *f = fopen(log_path, "r");
   if (f == NULL)
