@@ -386,6 +386,9 @@ static void test_stray_characters_are_refused_where_they_are(void **s) {
           "resource spec: unexpected character '@' at column 1");
   refused("db=1@", CQ_EPARSE,
           "resource spec: unexpected character '@' at column 5");
+  /* A resource spec declares this host's resources: no "<name>@<host>". */
+  refused("licence=1,gpu@hostB=2", CQ_EPARSE,
+          "resource spec: unexpected character '@' at column 14");
   refused("db=\"1\"", CQ_EPARSE,
           "resource spec: unexpected character '\"' at column 4");
   refused("db:lo!ne=1", CQ_EPARSE,
@@ -828,6 +831,78 @@ test_request_spec_names_an_unknown_resource_whatever_the_amount(void **s) {
   assert_int_equal(cq_req_count(&r), 0);
 }
 
+/*
+ * A fleet pool names another host's device pool "gpu@hostB"; a request
+ * spec takes such a name whole and leaves it to the pool. This pool has no
+ * such resource, so the message shows the name as it was read.
+ */
+static void test_request_spec_names_another_hosts_device_pool(void **s) {
+  (void)s;
+  request_pool();
+  cq_req r;
+  req_init(&r);
+  req_refused(&r, "gpu@hostB=0.5", CQ_ENOENT,
+              "request spec: request asks unknown resource \"gpu@hostB\" "
+              "(item at column 1)");
+  req_refused(&r, "license=1, gpu@host-b.lan = 1", CQ_ENOENT,
+              "request spec: request asks unknown resource "
+              "\"gpu@host-b.lan\" (item at column 12)");
+  /* The host is part of the name: "gpu" is not "gpu@hostB". */
+  req_refused(&r, "gpu=0.5,gpu@hostB=1", CQ_ENOENT,
+              "request spec: request asks unknown resource \"gpu@hostB\" "
+              "(item at column 9)");
+
+  /* The '@' counts towards the length of a name. */
+  char spec[160], name[CQ_NAME_MAX + 2], msg[192];
+  memset(name, 'n', CQ_NAME_MAX);
+  name[3] = '@';
+  name[CQ_NAME_MAX] = '\0';
+  snprintf(spec, sizeof(spec), "%s=1", name);
+  snprintf(msg, sizeof(msg),
+           "request spec: request asks unknown resource \"%s\" (item at "
+           "column 1)",
+           name);
+  req_refused(&r, spec, CQ_ENOENT, msg);
+  strcat(name, "n");
+  snprintf(spec, sizeof(spec), "%s=1", name);
+  req_refused(&r, spec, CQ_EPARSE,
+              "request spec: name longer than 63 bytes at column 1");
+  assert_int_equal(cq_req_count(&r), 0);
+}
+
+static void test_request_spec_refuses_a_misplaced_at_sign(void **s) {
+  (void)s;
+  request_pool();
+  cq_req r;
+  req_init(&r);
+  assert_cq_ok(cq_req_add(&r, "license", 1));
+  req_refused(&r, "@hostB=1", CQ_EPARSE,
+              "request spec: expected a name before '@' at column 1");
+  req_refused(&r, "gpu=0.5,@hostB=1", CQ_EPARSE,
+              "request spec: expected a name before '@' at column 9");
+  req_refused(&r, "gpu@=1", CQ_EPARSE,
+              "request spec: expected a host after '@' at column 5");
+  req_refused(&r, "gpu@", CQ_EPARSE,
+              "request spec: expected a host after '@' at column 5");
+  req_refused(&r, "gpu@ hostB=1", CQ_EPARSE,
+              "request spec: expected a host after '@' at column 5");
+  /* One '@' only, with nothing around it. */
+  req_refused(&r, "gpu@@hostB=1", CQ_EPARSE,
+              "request spec: unexpected character '@' at column 5");
+  req_refused(&r, "gpu@hostB@x=1", CQ_EPARSE,
+              "request spec: unexpected character '@' at column 10");
+  req_refused(&r, "gpu @hostB=1", CQ_EPARSE,
+              "request spec: unexpected character '@' at column 5");
+  req_refused(&r, "gpu@hostB:0.5", CQ_EPARSE,
+              "request spec: expected '=' after \"gpu@hostB\" at column 10");
+  /* Values never hold one. */
+  req_refused(&r, "warehouse-db=1@hostB", CQ_EPARSE,
+              "request spec: unexpected character '@' at column 15");
+  req_refused(&r, "class=predict@hostB", CQ_EPARSE,
+              "request spec: unexpected character '@' at column 14");
+  assert_int_equal(cq_req_count(&r), 1);
+}
+
 static void test_request_spec_over_the_item_limit_is_refused_whole(void **s) {
   (void)s;
   char spec[512] = "";
@@ -904,6 +979,8 @@ int main(void) {
       T(test_request_spec_refuses_a_resource_named_twice),
       T(test_request_spec_passes_on_each_adds_error),
       T(test_request_spec_names_an_unknown_resource_whatever_the_amount),
+      T(test_request_spec_names_another_hosts_device_pool),
+      T(test_request_spec_refuses_a_misplaced_at_sign),
       T(test_request_spec_over_the_item_limit_is_refused_whole),
       T(test_request_spec_bad_arguments_are_refused),
   };

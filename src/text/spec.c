@@ -12,9 +12,16 @@
  * One lexer reads both, so the two agree on every lexical rule and report
  * errors alike: "<which> spec: <problem> at column N", N being the 1-based
  * byte offset of the byte to fix. A byte with no place anywhere in a spec
- * (a control byte, a byte >= 0x80, a character such as '@') is reported as
+ * (a control byte, a byte >= 0x80, a character such as ';') is reported as
  * itself, ahead of whatever was expected there: it is what the user has to
  * fix.
+ *
+ * A request may name a device pool of another host, as a fleet pool names
+ * them: `gpu@hostB=0.5`. So a request spec's name may hold one '@' with a
+ * word on both sides of it; whether such a resource exists is the pool's
+ * to say, as for any name. Resource specs declare this host's resources
+ * only, and a value never holds one, so an '@' anywhere else is a stray
+ * byte.
  *
  * Both calls are all or nothing. A request is plain caller-owned data, so
  * it is parsed into a copy that replaces it only once every item was added.
@@ -70,7 +77,8 @@ struct lexer {
   const char *which;          /* "resource spec" or "request spec" */
   const char *const *options; /* the option words of this grammar */
   unsigned n_options;
-  char *msg; /* where errors go; NULL for none */
+  bool host_ok; /* a name may be "<name>@<host>" (request specs) */
+  char *msg;    /* where errors go; NULL for none */
   size_t msg_len;
 };
 
@@ -166,8 +174,18 @@ static int head_len(const struct item *it) {
 
 static int lex_name(struct lexer *lx, struct item *it) {
   size_t at = lx->pos, end = word_end(lx, at);
+  bool at_sign = lx->host_ok && end < lx->len && lx->s[end] == '@';
+  if (at_sign && end == at)
+    return lex_fail(lx, CQ_EPARSE, "expected a name before '@' at column %zu",
+                    at + 1);
   if (end == at)
     return lex_expected(lx, at, "expected a name");
+  if (at_sign) { /* "gpu@hostB": the host is a word too; one '@' only */
+    size_t host = end + 1;
+    end = word_end(lx, host);
+    if (end == host)
+      return lex_expected(lx, host, "expected a host after '@'");
+  }
   if (end - at > CQ_NAME_MAX)
     return lex_fail(lx, CQ_EPARSE, "name longer than %d bytes at column %zu",
                     CQ_NAME_MAX, at + 1);
@@ -493,6 +511,7 @@ int cq__req_parse_n(cq_req *req, const char *spec, size_t len) {
   struct lexer lx = {.s = spec,
                      .len = len,
                      .which = "request spec",
+                     .host_ok = true,
                      .msg = cq_backend_req_msg(req),
                      .msg_len = CQ__MSG_MAX};
   /* Items go into a copy; the request itself changes only on success. */
