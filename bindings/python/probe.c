@@ -15,6 +15,7 @@
  * Copyright (c) 2026 the libcronoq authors. MIT licence, see LICENSE.
  */
 #include <cronoq/cronoq.h>
+#include <cronoq/cronoq_fleet.h>
 
 #include <stddef.h>
 #include <stdio.h>
@@ -56,6 +57,14 @@ static void layout(void) {
   OFFSET(cq_gpu_list, cap_);
   SIZE(cq_task);
   SIZE(cq_allocator);
+  SIZE(cq_fleet_opts);
+  OFFSET(cq_fleet_opts, event_buffer);
+  OFFSET(cq_fleet_opts, fleet_flags);
+  OFFSET(cq_fleet_opts, host);
+  OFFSET(cq_fleet_opts, ttl_ms);
+  OFFSET(cq_fleet_opts, script_steps);
+  OFFSET(cq_fleet_opts, username);
+  OFFSET(cq_fleet_opts, reserved_);
   SIZE(cq_req);
   SIZE(cq_grant);
 }

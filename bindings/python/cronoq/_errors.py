@@ -149,8 +149,9 @@ class ParseError(CronoqError, ValueError):
 
 
 class NotSupported(CronoqError):
-    """What this installation cannot do: fleet pools before libcronoq_fleet
-    exists, or a pool used in a process forked after it was created."""
+    """What this installation cannot do: fleet pools where libcronoq_fleet
+    cannot be loaded, or a pool used in a process forked after it was
+    created."""
 
     code = None
 

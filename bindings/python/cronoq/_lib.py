@@ -38,6 +38,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import threading
 from typing import Any
 from ctypes import (
     CFUNCTYPE,
@@ -111,9 +112,11 @@ def _load() -> tuple[ctypes.CDLL, str]:
     )
 
 
-def _file_of(lib: ctypes.CDLL, name: str) -> str:
-    """The file the dynamic loader actually opened for `lib` (dladdr on one
-    of its functions), or `name` where that cannot be told."""
+def _file_of(lib: ctypes.CDLL, name: str, symbol: str = "cq_version_string") -> str:
+    """The file the dynamic loader actually opened for the function
+    `symbol` of `lib` (dladdr on it), or `name` where that cannot be told.
+    Through a library that links libcronoq, libcronoq's own functions are
+    found in the libcronoq it uses."""
 
     class DlInfo(Structure):
         _fields_ = [("dli_fname", c_char_p), ("dli_fbase", c_void_p),
@@ -123,7 +126,7 @@ def _file_of(lib: ctypes.CDLL, name: str) -> str:
         dladdr = ctypes.CDLL(None).dladdr
         dladdr.argtypes = [c_void_p, POINTER(DlInfo)]
         info = DlInfo()
-        address = ctypes.cast(lib.cq_version_string, c_void_p)
+        address = ctypes.cast(getattr(lib, symbol), c_void_p)
         if dladdr(address, ctypes.byref(info)) and info.dli_fname:
             return os.path.abspath(info.dli_fname.decode())
     except (AttributeError, OSError):
@@ -187,16 +190,20 @@ class Allocator(Structure):
     ]
 
 
+# The clock and event hook fields, in this order, of both cq_pool_config
+# and cq_fleet_opts.
+_HOOK_FIELDS = [
+    ("clock", c_void_p),
+    ("clock_arg", c_void_p),
+    ("data", c_void_p),
+    ("on_event", c_void_p),
+    ("event_arg", c_void_p),
+    ("event_buffer", c_uint32),
+]
+
+
 class PoolConfig(Structure):
-    _fields_ = [
-        ("flags", c_uint),
-        ("alloc", c_void_p),
-        ("clock", c_void_p),
-        ("clock_arg", c_void_p),
-        ("data", c_void_p),
-        ("on_event", c_void_p),
-        ("event_arg", c_void_p),
-        ("event_buffer", c_uint32),
+    _fields_ = [("flags", c_uint), ("alloc", c_void_p)] + _HOOK_FIELDS + [
         ("barge_ms", c_int64),
         ("reserved_", c_uint64 * 7),
     ]
@@ -288,6 +295,23 @@ class Task(Structure):
     _fields_ = [("name", c_char_p), ("req", c_void_p)]
 
 
+class FleetOpts(Structure):
+    _fields_ = [("flags", c_uint)] + _HOOK_FIELDS + [
+        ("fleet_flags", c_uint),
+        ("host", c_char_p),
+        ("ttl_ms", c_int64),
+        ("heartbeat_ms", c_int64),
+        ("timeout_ms", c_int64),
+        ("script_steps", c_uint32),
+        ("username", c_char_p),
+        ("password", c_char_p),
+        ("reserved_", c_uint64 * 8),
+    ]
+
+
+FLEET_AUDIT = 1 << 0  # CQ_FLEET_AUDIT
+
+
 # Callback types. The grant callback is one module-level trampoline (see
 # _pool.py), alive as long as the module, so longer than any pool.
 GRANT_CB = CFUNCTYPE(None, c_void_p, c_int)
@@ -368,6 +392,117 @@ for _lib, _name, _res, _args in _PROTOTYPES:
     if _args is not None:
         _fn.argtypes = _args
     setattr(api, _name, _fn)
+
+
+# The same functions without the GIL, for pools whose every call may wait
+# for a server (fleet pools): a round trip with the GIL held would stall
+# every other thread of the interpreter for its whole length.
+api_nogil = _Api()
+for _lib, _name, _res, _args in _PROTOTYPES:
+    _fn = getattr(cdll, _name) if _lib is pydll else getattr(api, _name)
+    _fn.restype = _res
+    if _args is not None:
+        _fn.argtypes = _args
+    setattr(api_nogil, _name, _fn)
+
+# ---------------------------------------------------------------------------
+# libcronoq_fleet, loaded on first use (Pool.connect()). Its search order,
+# the first step that applies deciding, as for libcronoq:
+#
+# 1. CRONOQ_FLEET_LIBRARY: the path of the fleet library itself.
+# 2. CRONOQ_BUILD_DIR: the build tree's src/fleet/libcronoq_fleet.so.0.1
+#    (absent where the tree was configured without hiredis).
+# 3. Beside the libcronoq that was loaded (an installation puts both in
+#    one directory).
+# 4. The system loader: libcronoq_fleet.so.0.1, then
+#    ctypes.util.find_library("cronoq_fleet").
+#
+# Whatever is found must use the libcronoq this module loaded: a fleet
+# library linked with another copy would hand the binding pools of a
+# library it does not talk to.
+# ---------------------------------------------------------------------------
+
+FLEET_SONAME = "libcronoq_fleet.so.%d.%d" % (ABI_MAJOR, ABI_MINOR)
+
+
+class FleetMissing(Exception):
+    """The fleet library cannot be loaded; the message says what was tried."""
+
+
+def _fleet_candidates() -> list[tuple[str, str]]:
+    explicit = os.environ.get("CRONOQ_FLEET_LIBRARY")
+    if explicit:
+        return [("CRONOQ_FLEET_LIBRARY", explicit)]
+    build = os.environ.get("CRONOQ_BUILD_DIR")
+    if build:
+        here = os.path.join(build, "src", "fleet")
+        for name in (FLEET_SONAME, "libcronoq_fleet.so"):
+            if os.path.exists(os.path.join(here, name)):
+                return [("CRONOQ_BUILD_DIR", os.path.join(here, name))]
+        return [("CRONOQ_BUILD_DIR", os.path.join(here, FLEET_SONAME))]
+    found = []
+    beside = os.path.join(os.path.dirname(path), FLEET_SONAME)
+    if os.path.isabs(path) and os.path.exists(beside):
+        found.append(("beside %s" % os.path.basename(path), beside))
+    found.append(("system loader", FLEET_SONAME))
+    other = ctypes.util.find_library("cronoq_fleet")
+    if other and other != FLEET_SONAME:
+        found.append(("ctypes.util.find_library", other))
+    return found
+
+
+_FLEET_PROTOTYPES = [
+    # opening connects, loads the scripts and starts a thread
+    ("cq_fleet_open", c_int, [POINTER(c_void_p), c_char_p, c_char_p, POINTER(FleetOpts)]),
+    ("cq_fleet_is_fleet", c_int, [_P]),
+    ("cq_fleet_host", c_char_p, [_P]),
+    ("cq_fleet_grant_fence", c_int, [_P, POINTER(c_uint64)]),
+    ("cq_fleet_error", c_char_p, []),
+]
+_fleet: Any = None
+#: The fleet library's file once loaded (absolute where the loader can
+#: tell), else None.
+fleet_path: Any = None
+_fleet_lock = threading.Lock()
+
+
+def fleet() -> Any:
+    """The fleet library's functions as attributes, loaded once; raises
+    FleetMissing with what was tried."""
+    global _fleet, fleet_path
+    with _fleet_lock:
+        if _fleet is not None:
+            return _fleet
+        tried = []
+        for how, name in _fleet_candidates():
+            try:
+                lib = ctypes.CDLL(name)
+            except OSError as e:
+                tried.append("%s: %s (%s)" % (how, name, e))
+                if how in ("CRONOQ_FLEET_LIBRARY", "CRONOQ_BUILD_DIR"):
+                    break  # an explicit choice never falls through
+                continue
+            core = _file_of(lib, name)
+            if os.path.isabs(path) and os.path.isabs(core) and \
+                    os.path.realpath(core) != os.path.realpath(path):
+                raise FleetMissing(
+                    "%s (%s) uses %s, but this module loaded %s; point "
+                    "CRONOQ_FLEET_LIBRARY at the fleet library of the same "
+                    "installation" % (name, how, core, path))
+            fns = _Api()
+            for fname, res, args in _FLEET_PROTOTYPES:
+                fn = getattr(lib, fname)
+                fn.restype = res
+                fn.argtypes = args
+                setattr(fns, fname, fn)
+            _fleet = fns
+            fleet_path = _file_of(lib, name, "cq_fleet_open")
+            return fns
+        raise FleetMissing(
+            "libcronoq_fleet could not be loaded; tried " + "; ".join(tried)
+            + ". Fleet pools need libcronoq built with hiredis (libhiredis-dev; "
+            "CMake option CRONOQ_WITH_FLEET) and installed beside libcronoq, or "
+            "CRONOQ_FLEET_LIBRARY set to its path")
 
 
 def strerror(code: int) -> str:

@@ -74,9 +74,6 @@ from ._errors import (
 )
 
 api = _lib.api
-_try = api.cq_grant_try
-_release = api.cq_grant_release
-_cancel = api.cq_grant_cancel
 _acquire = api.cq_grant_acquire
 
 _EINVAL = -1
@@ -188,6 +185,18 @@ def _detect_opts(nvidia_smi: Optional[str], timeout: Optional[float]) -> Optiona
     if t is not None:
         opts.timeout_ms = max(1, math.ceil(t * 1000))
     return opts
+
+
+def _shown_url(url: str) -> str:
+    """`url` with its password, if it has one, as "***": for messages."""
+    scheme, sep, rest = url.partition("://")
+    slash = rest.find("/")
+    at = rest.rfind("@", 0, slash if slash >= 0 else len(rest))
+    user, colon, _ = rest[:max(at, 0)].partition(":")
+    if not sep or at < 0 or (not colon and not user):
+        return url
+    # "user:password@" or "password@" (a lone word is the password)
+    return "%s://%s@%s" % (scheme, user + ":***" if colon else "***", rest[at + 1:])
 
 
 def _no_device(name: str, index: int) -> CronoqError:
@@ -364,7 +373,7 @@ class _Waiter:
         g = self.grant
         key = ctypes.addressof(g._g)
         _waiters[key] = self
-        rc = api.cq_grant_submit(g._pool._h, g._g, g._req._r, deadline_ms, _trampoline)
+        rc = g._pool._api.cq_grant_submit(g._pool._h, g._g, g._req._r, deadline_ms, _trampoline)
         if rc < 0:  # the callback will never run
             _waiters.pop(key, None)
         return rc
@@ -388,7 +397,7 @@ class _Waiter:
         with self.lock:
             if self.status is None:
                 g = self.grant
-                _cancel(g._pool._h, g._g)
+                g._pool._c_cancel(g._pool._h, g._g)
                 if self.status is None:
                     # Decided on another thread (CQ_ESTATE), or cancelled
                     # with the callback queued behind the one this thread
@@ -479,12 +488,12 @@ class Request:
         pool._check_process()
         self._pool = pool
         r = self._r = _lib.ReqStorage()
-        rc = api.cq_req_init(r, pool._h)
+        rc = pool._api.cq_req_init(r, pool._h)
         if rc != 0:
             raise _fail(rc, "request")
         if isinstance(spec, str):
             self._text = spec
-            rc = api.cq_req_parse(r, _bytes(spec, "request spec"))
+            rc = pool._api.cq_req_parse(r, _bytes(spec, "request spec"))
             if rc != 0:
                 raise self._error(rc)
         elif isinstance(spec, Mapping):
@@ -498,7 +507,7 @@ class Request:
                     class_ = amount
                     continue
                 text = _amount_text(amount, resource)
-                rc = api.cq_req_add_str(r, _bytes(resource, "resource name"), text)
+                rc = pool._api.cq_req_add_str(r, _bytes(resource, "resource name"), text)
                 if rc != 0:
                     raise self._error(rc)
                 parts.append("%s=%s" % (resource, text.decode()))
@@ -512,12 +521,12 @@ class Request:
         if class_ is not None:
             if isinstance(spec, str):
                 self._text += ",class=%s" % class_ if self._text else "class=%s" % class_
-            rc = api.cq_req_set_class(r, _bytes(class_, "class name"))
+            rc = pool._api.cq_req_set_class(r, _bytes(class_, "class name"))
             if rc != 0:
                 raise self._error(rc)
         limit = _seconds(hold_limit, "hold_limit")
         if limit is not None:
-            rc = api.cq_req_set_hold_limit(r, math.ceil(limit * 1000))
+            rc = pool._api.cq_req_set_hold_limit(r, math.ceil(limit * 1000))
             if rc != 0:
                 raise self._error(rc)
 
@@ -605,7 +614,7 @@ class Grant:
                 return 0
         except IndexError:
             raise _in_use() from None
-        rc = _try(pool._h, self._g, self._req._r)
+        rc = pool._c_try(pool._h, self._g, self._req._r)
         if rc == 0:
             tok.append(_HELD)
         return rc
@@ -652,7 +661,7 @@ class Grant:
     def _end_abandoned(self, status: int) -> None:
         """End an attempt whose waiting side has gone: release it if it won."""
         if status == 0 and self._pool._gen == _generation:
-            _release(self._pool._h, self._g)
+            self._pool._c_release(self._pool._h, self._g)
         self._tok.append(_IDLE)
 
     def _wait_on_event(self, deadline_ms: int) -> int:
@@ -701,7 +710,7 @@ class Grant:
         pool = self._pool
         tok = self._tok
         while not tok:  # an attempt (or a release) is under way
-            if _cancel(pool._h, self._g) == 0:
+            if pool._c_cancel(pool._h, self._g) == 0:
                 return True
             # CQ_ESTATE: the attempt is not in the queue (yet, or any more:
             # it is trying, entering, or its outcome is being recorded on
@@ -726,7 +735,7 @@ class Grant:
             return False
         pool = self._pool
         if pool._gen == _generation:  # a forked child's copy is left alone
-            _release(pool._h, self._g)  # 0: it was held, as the token says
+            pool._c_release(pool._h, self._g)  # 0: it was held, as the token says
         tok.append(_IDLE)
         return True
 
@@ -736,7 +745,7 @@ class Grant:
         OutOfRange (amount not in 1..held) or InvalidState (not held)."""
         if self._tok != _HELD_TOKEN:
             raise _not_held()
-        rc = api.cq_grant_release_part(
+        rc = self._pool._api.cq_grant_release_part(
             self._pool._h, self._g, _bytes(resource, "resource name"), _int64(amount, "amount")
         )
         if rc != 0:
@@ -753,7 +762,7 @@ class Grant:
             return
         pool = self._pool
         if pool._gen == _generation:
-            _release(pool._h, self._g)
+            pool._c_release(pool._h, self._g)
         tok.append(_IDLE)
 
     def __del__(self) -> None:
@@ -778,7 +787,7 @@ class Grant:
                     ResourceWarning,
                     stacklevel=2,
                 )
-                _release(pool._h, self._g)
+                pool._c_release(pool._h, self._g)
         except Exception:  # a half-made grant, or interpreter shutdown
             pass
 
@@ -842,9 +851,11 @@ class Grant:
 
     @property
     def fencing_token(self) -> Optional[int]:
-        """The fencing token of a grant on a fleet pool: a number that grows
-        with every grant in the namespace, for a downstream system to refuse
-        a stale holder. None on an in-process pool, which needs none."""
+        """The fencing token of a held grant of a fleet pool
+        (cq_fleet_grant_fence()): a number that grows with every grant in
+        the namespace, for a downstream system to refuse a holder older
+        than the last one it saw. None on an in-process pool, which needs
+        none; InvalidState on a fleet pool's grant that holds nothing."""
         return self._pool._fencing_token(self)
 
     def __repr__(self) -> str:
@@ -909,6 +920,8 @@ class Pool:
     for it) goes.
     """
 
+    _h: Optional[ctypes.c_void_p]
+
     def __init__(
         self,
         spec: Optional[str] = None,
@@ -924,11 +937,7 @@ class Pool:
         nvidia_smi: Optional[str] = None,
         detect_timeout: Optional[float] = None,
     ) -> None:
-        self._h: Optional[ctypes.c_void_p] = None
-        self._gen = _generation
-        self._pid = os.getpid()
-        self._closed = False
-        self._spare: List[Any] = []  # idle grant storage, for new grants
+        self._setup(api, None)
         cfg = _lib.PoolConfig()
         cfg.flags = (
             (_lib.POOL_STAGED_CLAIMS if staged_claims else 0)
@@ -939,7 +948,7 @@ class Pool:
         h = ctypes.c_void_p()
         rc = api.cq_pool_create(ctypes.byref(h), ctypes.byref(cfg))
         if rc != 0:
-            raise _fail(rc, "pool")
+            raise self._failed(rc, "pool")
         self._h = h
         lone_names = set(lone)
         unknown = lone_names - set(budgets or ())
@@ -960,27 +969,131 @@ class Pool:
         for name, max_workers in (classes or {}).items():
             self.add_class(name, max_workers)
 
-    @classmethod
-    def connect(cls, url: str, namespace: str, **options: Any) -> "Pool":
-        """Open a fleet pool: a pool whose state lives in a Redis server
-        (``redis://host:port/db`` or ``unix:///path/redis.sock``), shared by
-        every process that opens the same `namespace`, under the same rules
-        as an in-process pool. `options` are the fleet pool's options
-        (session TTL, heartbeat, ...). Grants on it carry a fencing_token.
+    def _setup(self, calls: Any, fleet: Any) -> None:
+        """The fields every pool has, before its C pool exists. `calls` are
+        the library's functions this pool uses: those that keep the GIL for
+        an in-process pool (its calls are short), those that release it for
+        a fleet pool (each may wait for the server)."""
+        self._h = None
+        self._gen = _generation
+        self._pid = os.getpid()
+        self._closed = False
+        self._spare: List[Any] = []  # idle grant storage, for new grants
+        self._api = calls
+        self._c_try = calls.cq_grant_try
+        self._c_release = calls.cq_grant_release
+        self._c_cancel = calls.cq_grant_cancel
+        self._fleet = fleet  # the fleet library's functions, or None
 
-        Fleet pools need libcronoq_fleet, which this version does not have
-        yet: this raises NotSupported until then.
+    def _failed(self, rc: int, context: str) -> CronoqError:
+        """The exception for a failed call on this pool; a fleet pool adds
+        its own detail (the values that conflict, why the server cannot
+        be reached), kept per thread by the library."""
+        if self._fleet is not None:
+            detail = self._fleet.cq_fleet_error().decode()
+            if detail:
+                return error(rc, "%s: %s" % (context, detail))
+        return _fail(rc, context)
+
+    @classmethod
+    def connect(
+        cls,
+        url: str,
+        namespace: str,
+        *,
+        host: Optional[str] = None,
+        ttl: Optional[float] = None,
+        heartbeat: Optional[float] = None,
+        timeout: Optional[float] = None,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        staged_claims: bool = False,
+        audit: bool = False,
+    ) -> "Pool":
+        """Open a fleet pool: a pool whose state lives in a Redis server
+        (``redis://[user[:password]@]host[:port][/db]`` or
+        ``unix:///path/redis.sock[?db=N]``), shared by every process that
+        opens the same `namespace`, under the same rules as an in-process
+        pool; see cronoq_fleet.h. Every process declares what it uses
+        (``pool.add_spec("licence=2,gpu=auto")``): a declaration that
+        matches the namespace's is accepted, a conflicting one raises
+        NameInUse naming both values. Device pools are this host's
+        (``gpu``); another host's is named in full (``gpu@hostB``). Grants
+        carry a fencing_token.
+
+        Options (None: the library's default): `host`, this host's name in
+        device pool names ($CRONOQ_HOST, else the host name up to its first
+        dot); `ttl`, the session's TTL in seconds (10), after which a
+        process that stopped loses what it held; `heartbeat`, seconds
+        between heartbeats (3, at most a third of the TTL); `timeout`,
+        seconds for one call to reach the server (5); `username` and
+        `password` for AUTH when the URL has none; `staged_claims`, the
+        namespace's claims option (must match it); `audit`, an audit log in
+        the namespace (for tests and operators).
+
+        Raises NotSupported when libcronoq_fleet cannot be loaded (see
+        cronoq._lib for where it is looked for), InvalidArgument for a bad
+        URL, namespace or option, and SystemCallFailed (or, with a newer
+        library, the class of its "unavailable" code) when the server
+        cannot be reached; each message names the URL, its password
+        hidden. The GIL is released during every call on a fleet pool.
         """
-        _bytes(url, "url")
-        _bytes(namespace, "namespace")
-        raise NotSupported(
-            detail="Pool.connect(%r, %r): fleet pools need libcronoq_fleet, "
-            "which this version of libcronoq does not provide yet; use an "
-            "in-process Pool" % (url, namespace)
-        )
+        url_b = _bytes(url, "url")
+        ns_b = _bytes(namespace, "namespace")
+        try:
+            fleet = _lib.fleet()
+        except _lib.FleetMissing as e:
+            raise NotSupported(detail="Pool.connect(%r, %r): %s"
+                               % (_shown_url(url), namespace, e)) from None
+        opts = _lib.FleetOpts()
+        opts.flags = _lib.POOL_STAGED_CLAIMS if staged_claims else 0
+        opts.fleet_flags = _lib.FLEET_AUDIT if audit else 0
+        keep = []  # the option strings, alive until the call returns
+        for field, value in (("host", host), ("username", username), ("password", password)):
+            if value is not None:
+                keep.append(_bytes(value, field))
+                setattr(opts, field, keep[-1])
+        for field, time_s in (("ttl_ms", ttl), ("heartbeat_ms", heartbeat),
+                              ("timeout_ms", timeout)):
+            seconds = _seconds(time_s, field[:-3])
+            if seconds is not None:
+                # 0 would mean "the default": the shortest time is 1 ms.
+                setattr(opts, field, max(1, math.ceil(seconds * 1000)))
+        pool = cls.__new__(cls)
+        pool._setup(_lib.api_nogil, fleet)
+        h = ctypes.c_void_p()
+        rc = fleet.cq_fleet_open(ctypes.byref(h), url_b, ns_b, ctypes.byref(opts))
+        if rc != 0:
+            detail = fleet.cq_fleet_error().decode() or _lib.strerror(rc)
+            shown = _shown_url(url)
+            raise error(rc, "Pool.connect(%r, %r): %s"
+                        % (shown, namespace, detail.replace(url, shown)))
+        pool._h = h
+        return pool
+
+    @property
+    def is_fleet(self) -> bool:
+        """Whether this is a fleet pool (made by Pool.connect())."""
+        return self._fleet is not None
+
+    @property
+    def host(self) -> Optional[str]:
+        """A fleet pool's host name, as device pool names carry it
+        ("gpu@<host>"); None for an in-process pool."""
+        if self._fleet is None:
+            return None
+        return self._fleet.cq_fleet_host(self._h).decode()
 
     def _fencing_token(self, grant: Grant) -> Optional[int]:
-        return None  # an in-process pool has no fencing tokens
+        if self._fleet is None:
+            return None  # an in-process pool has no fencing tokens
+        fence = ctypes.c_uint64()
+        rc = self._fleet.cq_fleet_grant_fence(grant._g, ctypes.byref(fence))
+        if rc == _ESTATE:
+            raise _not_held()
+        if rc != 0:
+            raise _fail(rc, "fencing_token")
+        return fence.value
 
     # -- lifetime -------------------------------------------------------------
 
@@ -994,7 +1107,7 @@ class Pool:
         Idempotent. Thread-safe."""
         self._check_process()
         self._closed = True
-        api.cq_pool_close(self._h)
+        self._api.cq_pool_close(self._h)
 
     @property
     def closed(self) -> bool:
@@ -1043,7 +1156,7 @@ class Pool:
         self._check_process()
         err = ctypes.create_string_buffer(256)
         opts = _detect_opts(nvidia_smi, detect_timeout)
-        rc = api.cq_pool_add_spec(
+        rc = self._api.cq_pool_add_spec(
             self._h, _bytes(spec, "resource spec"), ctypes.byref(opts) if opts else None, err, 256
         )
         if rc != 0:
@@ -1056,21 +1169,21 @@ class Pool:
         pool. `lone`: a request for more than the capacity is granted when
         nothing else holds the budget, and then holds all of it."""
         self._check_process()
-        rc = api.cq_budget_add_ex(
+        rc = self._api.cq_budget_add_ex(
             self._h, _bytes(name, "budget name"), _int64(capacity, "capacity"),
             _lib.BUDGET_LONE if lone else 0,
         )
         if rc != 0:
-            raise _fail(rc, "budget %r = %d" % (name, capacity))
+            raise self._failed(rc, "budget %r = %d" % (name, capacity))
 
     def add_class(self, name: str, max_workers: int) -> None:
         """Add a class: a concurrency cap. A request of the class is granted
         only while fewer than `max_workers` grants of it are held."""
         self._check_process()
-        rc = api.cq_class_add(self._h, _bytes(name, "class name"),
+        rc = self._api.cq_class_add(self._h, _bytes(name, "class name"),
                               _int64(max_workers, "max_workers"))
         if rc != 0:
-            raise _fail(rc, "class %r = %d" % (name, max_workers))
+            raise self._failed(rc, "class %r = %d" % (name, max_workers))
 
     def add_devices(self, name: str, devices: Union[int, Sequence[str]]) -> None:
         """Add a device pool: `devices` is a count (ids "0".."n-1") or the
@@ -1081,43 +1194,43 @@ class Pool:
         if isinstance(devices, Sequence):
             encoded = [_bytes(i, "device id") for i in devices]
             ids = (ctypes.c_char_p * max(1, len(encoded)))(*encoded)
-            rc = api.cq_devices_add(self._h, _bytes(name, "device pool name"), len(encoded), ids)
+            rc = self._api.cq_devices_add(self._h, _bytes(name, "device pool name"), len(encoded), ids)
             what = "device pool %r = %r" % (name, list(devices))
         else:
             count = _int64(devices, "device count")
             if count < 0:
                 raise OutOfRange(_ERANGE, "device pool %r: count %d is negative" % (name, count))
-            rc = api.cq_devices_add(self._h, _bytes(name, "device pool name"), count, None)
+            rc = self._api.cq_devices_add(self._h, _bytes(name, "device pool name"), count, None)
             what = "device pool %r = %d" % (name, count)
         if rc != 0:
-            raise _fail(rc, what)
+            raise self._failed(rc, what)
 
     def set_capacity(self, name: str, capacity: int) -> None:
         """Change a budget's capacity while it is in use. Growing grants the
         waiters that now fit; shrinking takes nothing from holders, and
         waiters that can now never fit fail with NeverFits."""
         self._check_process()
-        rc = api.cq_budget_set_capacity(self._h, _bytes(name, "budget name"),
+        rc = self._api.cq_budget_set_capacity(self._h, _bytes(name, "budget name"),
                                         _int64(capacity, "capacity"))
         if rc != 0:
-            raise _fail(rc, "set_capacity(%r, %d)" % (name, capacity))
+            raise self._failed(rc, "set_capacity(%r, %d)" % (name, capacity))
 
     def set_class_max(self, name: str, max_workers: int) -> None:
         """Change a class's max_workers, with the rules of set_capacity()."""
         self._check_process()
-        rc = api.cq_class_set_max(self._h, _bytes(name, "class name"),
+        rc = self._api.cq_class_set_max(self._h, _bytes(name, "class name"),
                                   _int64(max_workers, "max_workers"))
         if rc != 0:
-            raise _fail(rc, "set_class_max(%r, %d)" % (name, max_workers))
+            raise self._failed(rc, "set_class_max(%r, %d)" % (name, max_workers))
 
     def remove(self, name: str) -> None:
         """Remove a budget, class or device pool. Refused with InUse while a
         grant holds it or a waiting request names it; requests made with it
         fail with UnknownResource from then on."""
         self._check_process()
-        rc = api.cq_resource_remove(self._h, _bytes(name, "resource name"))
+        rc = self._api.cq_resource_remove(self._h, _bytes(name, "resource name"))
         if rc != 0:
-            raise _fail(rc, "remove(%r)" % name)
+            raise self._failed(rc, "remove(%r)" % name)
 
     def set_device_online(self, name: str, index: int, online: bool = True) -> None:
         """Take device `index` of pool `name` offline (it takes no new work;
@@ -1126,10 +1239,10 @@ class Pool:
         index = _int64(index, "device index")
         if not 0 <= index < 2**32:
             raise _no_device(name, index)
-        rc = api.cq_device_set_online(self._h, _bytes(name, "device pool name"), index,
+        rc = self._api.cq_device_set_online(self._h, _bytes(name, "device pool name"), index,
                                       1 if online else 0)
         if rc != 0:
-            raise _fail(rc, "set_device_online(%r, %d)" % (name, index))
+            raise self._failed(rc, "set_device_online(%r, %d)" % (name, index))
 
     # -- acquiring ------------------------------------------------------------
 
@@ -1192,7 +1305,7 @@ class Pool:
         can never fit."""
         r = self._request_of(req)
         copies = ctypes.c_int64()
-        rc = api.cq_req_headroom(self._h, r._r, ctypes.byref(copies))
+        rc = self._api.cq_req_headroom(self._h, r._r, ctypes.byref(copies))
         if rc != 0:
             raise error(rc, api.cq_req_error(r._r).decode() or _lib.strerror(rc))
         return copies.value
@@ -1214,9 +1327,9 @@ class Pool:
         def collect(task: int, err: int, message: bytes, arg: Any) -> None:
             problems.append(message.decode())
 
-        rc = api.cq_tasks_validate(self._h, arr, len(reqs), collect, None)
+        rc = self._api.cq_tasks_validate(self._h, arr, len(reqs), collect, None)
         if rc == _EINVAL:
-            raise _fail(rc, "validate")
+            raise self._failed(rc, "validate")
         return problems
 
     # -- stats ----------------------------------------------------------------
@@ -1224,18 +1337,18 @@ class Pool:
     def stats(self) -> PoolStats:
         """A consistent snapshot of the pool as a whole."""
         s = _lib.PoolStats()
-        rc = api.cq_pool_stats_get(self._h, ctypes.byref(s))
+        rc = self._api.cq_pool_stats_get(self._h, ctypes.byref(s))
         if rc != 0:
-            raise _fail(rc, "stats")
+            raise self._failed(rc, "stats")
         return PoolStats(s.waiting, s.waited_grants, s.wakeups, s.events_dropped,
                          s.overdue, s.backfilled, s.late_heads, s.converted)
 
     def resource(self, name: str) -> ResourceStats:
         """A consistent snapshot of resource `name`."""
         s = _lib.ResourceStats()
-        rc = api.cq_resource_stats_get(self._h, _bytes(name, "resource name"), ctypes.byref(s))
+        rc = self._api.cq_resource_stats_get(self._h, _bytes(name, "resource name"), ctypes.byref(s))
         if rc != 0:
-            raise _fail(rc, "resource(%r)" % name)
+            raise self._failed(rc, "resource(%r)" % name)
         return _resource_stats(s)
 
     def resources(self) -> List[ResourceStats]:
@@ -1245,9 +1358,9 @@ class Pool:
         while True:
             arr = (_lib.ResourceStats * cap)()
             count = ctypes.c_size_t()
-            rc = api.cq_pool_snapshot(self._h, arr, cap, ctypes.byref(count))
+            rc = self._api.cq_pool_snapshot(self._h, arr, cap, ctypes.byref(count))
             if rc != 0:
-                raise _fail(rc, "resources")
+                raise self._failed(rc, "resources")
             if count.value <= cap:
                 return [_resource_stats(arr[i]) for i in range(count.value)]
             cap = count.value
@@ -1258,10 +1371,10 @@ class Pool:
         if not 0 <= index < 2**32:
             raise _no_device(name, index)
         s = _lib.DeviceStats()
-        rc = api.cq_device_stats_get(self._h, _bytes(name, "device pool name"), index,
+        rc = self._api.cq_device_stats_get(self._h, _bytes(name, "device pool name"), index,
                                      ctypes.byref(s))
         if rc != 0:
-            raise _fail(rc, "device(%r, %d)" % (name, index))
+            raise self._failed(rc, "device(%r, %d)" % (name, index))
         return DeviceStats(s.id.decode(), s.index, bool(s.online), bool(s.whole),
                            bool(s.reserved), s.used_milli, s.peak_milli, s.grants)
 
@@ -1276,9 +1389,9 @@ class Pool:
             chunks.append(ctypes.string_at(text, length))
             return 0
 
-        rc = api.cq_pool_write_metrics(self._h, write, None)
+        rc = self._api.cq_pool_write_metrics(self._h, write, None)
         if rc != 0:
-            raise _fail(rc, "metrics")
+            raise self._failed(rc, "metrics")
         return b"".join(chunks).decode()
 
     def __repr__(self) -> str:

@@ -47,6 +47,7 @@ def test_ctypes_structs_match_the_c_layout():
         "cq_wait_stats": _lib.WaitStats, "cq_resource_stats": _lib.ResourceStats,
         "cq_device_stats": _lib.DeviceStats, "cq_detect_opts": _lib.DetectOpts,
         "cq_gpu_list": _lib.GpuList, "cq_task": _lib.Task, "cq_allocator": _lib.Allocator,
+        "cq_fleet_opts": _lib.FleetOpts,
     }
     checked = 0
     for key, value in c.items():
@@ -57,7 +58,7 @@ def test_ctypes_structs_match_the_c_layout():
         got = getattr(cls, field).offset if field else ctypes.sizeof(cls)
         assert got == int(value), "%s: ctypes says %d, C says %s" % (key, got, value)
         checked += 1
-    assert checked >= 25
+    assert checked >= 33
 
 
 def test_storage_sizes_are_those_the_library_reports():
@@ -136,3 +137,47 @@ def test_library_of_another_minor_version_is_refused(tmp_path):
     out = python_with({"CRONOQ_LIBRARY": str(lib)}, "import cronoq")
     assert out.returncode != 0
     assert "is libcronoq 0.2.0, but this binding needs 0.1.x" in out.stderr
+
+
+def _fleet_library_file():
+    try:
+        _lib.fleet()
+    except _lib.FleetMissing as e:
+        pytest.skip("no fleet library: %s" % e)
+    assert os.path.isabs(_lib.fleet_path) and os.path.exists(_lib.fleet_path)
+    return _lib.fleet_path
+
+
+def test_fleet_library_of_the_build_dir_is_loaded(tmp_path):
+    fleet = _fleet_library_file()
+    (tmp_path / "src" / "fleet").mkdir(parents=True)
+    shutil.copy(_library_file(), tmp_path / _lib.SONAME)
+    shutil.copy(fleet, tmp_path / "src" / "fleet" / _lib.FLEET_SONAME)
+    out = python_with({"CRONOQ_BUILD_DIR": str(tmp_path)},
+                      "import cronoq._lib as l; l.fleet(); print(l.fleet_path)")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(tmp_path / "src" / "fleet" / _lib.FLEET_SONAME)
+
+
+def test_fleet_library_beside_the_loaded_libcronoq_is_found(tmp_path):
+    fleet = _fleet_library_file()
+    shutil.copy(_library_file(), tmp_path / _lib.SONAME)
+    shutil.copy(fleet, tmp_path / _lib.FLEET_SONAME)
+    out = python_with({"CRONOQ_LIBRARY": str(tmp_path / _lib.SONAME)},
+                      "import cronoq._lib as l; l.fleet(); print(l.fleet_path)")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(tmp_path / _lib.FLEET_SONAME)
+
+
+def test_build_dir_without_the_fleet_library_does_not_fall_through(tmp_path):
+    shutil.copy(_library_file(), tmp_path / _lib.SONAME)
+    out = python_with({"CRONOQ_BUILD_DIR": str(tmp_path)},
+                      "import cronoq\n"
+                      "try:\n"
+                      "    cronoq.Pool.connect('unix:///x.sock', 'ns')\n"
+                      "except cronoq.NotSupported as e:\n"
+                      "    print(e)\n")
+    assert out.returncode == 0, out.stderr
+    assert "CRONOQ_BUILD_DIR: %s" % (tmp_path / "src" / "fleet" / _lib.FLEET_SONAME) \
+        in out.stdout
+    assert "CRONOQ_WITH_FLEET" in out.stdout

@@ -86,12 +86,15 @@ def test_fencing_token_is_none_on_an_in_process_pool(pool):
         assert g.fencing_token is None
 
 
-def test_connect_raises_not_supported_until_fleet_pools_exist():
-    with pytest.raises(cronoq.NotSupported) as e:
-        cronoq.Pool.connect("redis://127.0.0.1:6379/0", "jobs", ttl=10.0)
-    assert "libcronoq_fleet" in str(e.value) and e.value.code is None
+def test_connect_checks_its_arguments_before_connecting():
+    # tests/test_fleet.py connects to a server of its own; these never
+    # reach one.
     with pytest.raises(TypeError):
         cronoq.Pool.connect(None, "jobs")
+    with pytest.raises(TypeError):
+        cronoq.Pool.connect("unix:///nowhere.sock", "jobs", ttl_ms=10)
+    with pytest.raises(cronoq.InvalidArgument):
+        cronoq.Pool.connect("unix:///nowhere.sock", "jobs\0")
 
 
 def test_bad_requests_raise_the_library_s_message_and_change_nothing(pool):

@@ -6,6 +6,14 @@
 //! 2. `pkg-config --libs cronoq`: the installed library.
 //! 3. The repository's `build/` directory (after `scripts/test.sh`).
 //!
+//! The fleet pool's library, `libcronoq_fleet.a`, is linked too where it
+//! is found: in `CRONOQ_FLEET_LIB_DIR`, else beside the chosen
+//! `libcronoq.a` (in a CMake build tree, its `src/fleet/`), else through
+//! `pkg-config cronoq_fleet`. Then hiredis is linked with it and the cfg
+//! `cronoq_fleet` is set, here and (as `DEP_CRONOQ_FLEET=1`) for the
+//! `cronoq` crate. Without it `Pool::connect` reports that fleet pools are
+//! not built in. `CRONOQ_NO_FLEET=1` leaves it out on purpose.
+//!
 //! The layout check: with the header at hand (`CRONOQ_INCLUDE_DIR`, the
 //! repository's `include/`, or pkg-config's includedir), `layout.c` is
 //! compiled with `$CC` (default `cc`) and run; its table of C sizes and
@@ -17,6 +25,8 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-env-changed=CRONOQ_LIB_DIR");
+    println!("cargo:rerun-if-env-changed=CRONOQ_FLEET_LIB_DIR");
+    println!("cargo:rerun-if-env-changed=CRONOQ_NO_FLEET");
     println!("cargo:rerun-if-env-changed=CRONOQ_INCLUDE_DIR");
     println!("cargo:rerun-if-env-changed=CC");
     println!("cargo:rerun-if-changed=layout.c");
@@ -24,6 +34,53 @@ fn main() {
     let repo = manifest.join("../../..");
     link(&repo);
     layout(&repo);
+}
+
+/// The fleet library, linked ahead of libcronoq (it calls into it) where
+/// it is found; whether it was.
+fn link_fleet(core_dir: Option<&Path>) -> bool {
+    if env::var_os("CRONOQ_NO_FLEET").map_or(false, |v| v == "1") {
+        return false;
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = env::var_os("CRONOQ_FLEET_LIB_DIR") {
+        dirs.push(PathBuf::from(dir));
+    } else if let Some(dir) = core_dir {
+        dirs.push(dir.to_path_buf());
+        dirs.push(dir.join("src/fleet"));
+    }
+    for dir in &dirs {
+        let lib = dir.join("libcronoq_fleet.a");
+        if lib.exists() {
+            println!("cargo:rerun-if-changed={}", lib.display());
+            println!("cargo:rustc-link-search=native={}", dir.display());
+            println!("cargo:rustc-link-lib=static=cronoq_fleet");
+            let hiredis = pkg_config_of("hiredis", &["--libs"]);
+            link_args(hiredis.as_deref().unwrap_or("-lhiredis"));
+            return true;
+        }
+    }
+    if env::var_os("CRONOQ_FLEET_LIB_DIR").is_some() || core_dir.is_some() {
+        return false; // an explicit choice never falls through
+    }
+    match pkg_config_of("cronoq_fleet", &["--libs", "--static"]) {
+        Some(libs) => {
+            link_args(&libs);
+            true
+        }
+        None => false,
+    }
+}
+
+fn link_args(libs: &str) {
+    for arg in libs.split_whitespace() {
+        if let Some(dir) = arg.strip_prefix("-L") {
+            println!("cargo:rustc-link-search=native={}", dir);
+            println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir);
+        } else if let Some(lib) = arg.strip_prefix("-l") {
+            println!("cargo:rustc-link-lib={}", lib);
+        }
+    }
 }
 
 fn link_static(dir: &Path) {
@@ -41,7 +98,11 @@ fn link_shared(dir: &Path) {
 }
 
 fn pkg_config(args: &[&str]) -> Option<String> {
-    let out = Command::new("pkg-config").args(args).arg("cronoq").output().ok()?;
+    pkg_config_of("cronoq", args)
+}
+
+fn pkg_config_of(package: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new("pkg-config").args(args).arg(package).output().ok()?;
     if !out.status.success() {
         return None;
     }
@@ -51,6 +112,7 @@ fn pkg_config(args: &[&str]) -> Option<String> {
 fn link(repo: &Path) {
     if let Some(dir) = env::var_os("CRONOQ_LIB_DIR") {
         let dir = PathBuf::from(dir);
+        fleet_found(link_fleet(Some(&dir)));
         if dir.join("libcronoq.a").exists() {
             return link_static(&dir);
         }
@@ -60,18 +122,13 @@ fn link(repo: &Path) {
         panic!("CRONOQ_LIB_DIR={} holds neither libcronoq.a nor libcronoq.so", dir.display());
     }
     if let Some(libs) = pkg_config(&["--libs"]) {
-        for arg in libs.split_whitespace() {
-            if let Some(dir) = arg.strip_prefix("-L") {
-                println!("cargo:rustc-link-search=native={}", dir);
-                println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir);
-            } else if let Some(lib) = arg.strip_prefix("-l") {
-                println!("cargo:rustc-link-lib={}", lib);
-            }
-        }
+        fleet_found(link_fleet(None));
+        link_args(&libs);
         return;
     }
     let build = repo.join("build");
     if build.join("libcronoq.a").exists() {
+        fleet_found(link_fleet(Some(&build)));
         return link_static(&build);
     }
     panic!(
@@ -79,6 +136,13 @@ fn link(repo: &Path) {
          install the library (pkg-config cronoq), or build it in the repository's build/ \
          (scripts/test.sh)"
     );
+}
+
+fn fleet_found(linked: bool) {
+    if linked {
+        println!("cargo:rustc-cfg=cronoq_fleet");
+        println!("cargo:fleet=1"); // DEP_CRONOQ_FLEET for the cronoq crate
+    }
 }
 
 fn include_dir(repo: &Path) -> Option<PathBuf> {

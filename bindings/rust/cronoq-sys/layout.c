@@ -4,6 +4,7 @@
  * with the Rust declarations. Keep the entries in step with the test's.
  */
 #include <cronoq/cronoq.h>
+#include <cronoq/cronoq_fleet.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -90,6 +91,17 @@ int main(void) {
   FIELD(cq_room, items[0].units);
   FIELD(cq_room, items[0].largest_milli);
   FIELD(cq_room, items[0].whole);
+  SIZE(cq_fleet_opts);
+  FIELD(cq_fleet_opts, clock);
+  FIELD(cq_fleet_opts, event_buffer);
+  FIELD(cq_fleet_opts, fleet_flags);
+  FIELD(cq_fleet_opts, host);
+  FIELD(cq_fleet_opts, ttl_ms);
+  FIELD(cq_fleet_opts, timeout_ms);
+  FIELD(cq_fleet_opts, script_steps);
+  FIELD(cq_fleet_opts, username);
+  FIELD(cq_fleet_opts, password);
+  FIELD(cq_fleet_opts, reserved_);
   printf("];\n");
   return 0;
 }

@@ -440,3 +440,52 @@ extern "C" {
     pub fn cq_pool_write_metrics(pool: *mut cq_pool, write: cq_write_fn, arg: *mut c_void)
         -> c_int;
 }
+
+// ---------------------------------------------------------------------------
+// The fleet pool (include/cronoq/cronoq_fleet.h), in libcronoq_fleet. The
+// struct is always declared; the functions only where build.rs found the
+// library and linked it (cfg `cronoq_fleet`, also passed to dependents as
+// `DEP_CRONOQ_FLEET=1`).
+// ---------------------------------------------------------------------------
+
+/// `CQ_FLEET_AUDIT` (`cq_fleet_opts.fleet_flags`).
+pub const CQ_FLEET_AUDIT: c_uint = 1 << 0;
+/// Whether this build links libcronoq_fleet.
+pub const FLEET_LINKED: bool = cfg!(cronoq_fleet);
+
+/// Options of `cq_fleet_open()`; zero means default for every field: use
+/// `std::mem::zeroed()`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct cq_fleet_opts {
+    pub flags: c_uint,
+    pub clock: cq_clock_fn,
+    pub clock_arg: *mut c_void,
+    pub data: *mut c_void,
+    pub on_event: cq_event_fn,
+    pub event_arg: *mut c_void,
+    pub event_buffer: u32,
+    pub fleet_flags: c_uint,
+    pub host: *const c_char,
+    pub ttl_ms: i64,
+    pub heartbeat_ms: i64,
+    pub timeout_ms: i64,
+    pub script_steps: u32,
+    pub username: *const c_char,
+    pub password: *const c_char,
+    pub reserved_: [u64; 8],
+}
+
+#[cfg(cronoq_fleet)]
+extern "C" {
+    pub fn cq_fleet_open(
+        out: *mut *mut cq_pool,
+        url: *const c_char,
+        ns: *const c_char,
+        opts: *const cq_fleet_opts,
+    ) -> c_int;
+    pub fn cq_fleet_is_fleet(pool: *const cq_pool) -> c_int;
+    pub fn cq_fleet_host(pool: *const cq_pool) -> *const c_char;
+    pub fn cq_fleet_grant_fence(grant: *const cq_grant, fence: *mut u64) -> c_int;
+    pub fn cq_fleet_error() -> *const c_char;
+}

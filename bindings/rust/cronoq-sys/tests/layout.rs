@@ -102,6 +102,17 @@ fn rust_layout() -> Vec<(String, usize)> {
     field!(v, cq_room, items[0].units);
     field!(v, cq_room, items[0].largest_milli);
     field!(v, cq_room, items[0].whole);
+    size!(v, cq_fleet_opts);
+    field!(v, cq_fleet_opts, clock);
+    field!(v, cq_fleet_opts, event_buffer);
+    field!(v, cq_fleet_opts, fleet_flags);
+    field!(v, cq_fleet_opts, host);
+    field!(v, cq_fleet_opts, ttl_ms);
+    field!(v, cq_fleet_opts, timeout_ms);
+    field!(v, cq_fleet_opts, script_steps);
+    field!(v, cq_fleet_opts, username);
+    field!(v, cq_fleet_opts, password);
+    field!(v, cq_fleet_opts, reserved_);
     v
 }
 

@@ -299,14 +299,16 @@ impl<'p> Grant<'p> {
         }
     }
 
-    /// The fencing token of the grant: a number that grows with every grant
-    /// of a namespace, for downstream systems to refuse a stale holder.
-    ///
-    /// In-process pools issue none, so this is `None` for every grant
-    /// today. Fleet pools (a pool kept on a server and shared by processes,
-    /// still to come; see the crate's documentation) will return `Some`.
+    /// The fencing token of the grant (`cq_fleet_grant_fence`): a number
+    /// that grows with every grant of a fleet pool's namespace, for a
+    /// downstream system to refuse a holder older than the last one it
+    /// saw. `None` on an in-process pool, which issues none (and on a fleet
+    /// grant whose lease was lost: it holds nothing any more).
     pub fn fencing_token(&self) -> Option<u64> {
-        None
+        if !self.pool.is_fleet() {
+            return None;
+        }
+        crate::fleet::grant_fence(self.as_ptr())
     }
 }
 

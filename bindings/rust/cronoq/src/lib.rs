@@ -74,18 +74,21 @@
 //!   may be queued behind such a waker.
 //! - Poll the futures: an [`Acquire`] that is never polled never submits.
 //!
-//! # Fleet pools (coming)
+//! # Fleet pools
 //!
-//! A pool kept in a server and shared by processes and machines is being
-//! built as a separate library (`libcronoq_fleet`), with the same API.
-//! This crate leaves room for it: `Pool::connect(url, namespace, options)`
-//! will open one and return the same [`Pool`] type, so that requests,
-//! grants, the future and the errors work unchanged, and
-//! [`Grant::fencing_token`] will return the grant's fencing token (it is
-//! `None` for in-process pools, which issue none). Neither is implemented
-//! yet.
+//! [`Pool::connect`] opens a pool kept in a Redis server and shared by
+//! every process that opens the same namespace (libcronoq_fleet, see
+//! `include/cronoq/cronoq_fleet.h`). It is the same [`Pool`] type:
+//! requests, grants, the future and the errors work unchanged, device
+//! pools are this host's (`gpu`) unless named with their host
+//! (`gpu@hostB`), and [`Grant::fencing_token`] gives each grant's fencing
+//! token (`None` for in-process pools, which issue none). cronoq-sys links
+//! the fleet library where its build finds it (see its build script);
+//! without it `Pool::connect` fails with `Error::NotFound` and a message
+//! saying so.
 mod acquire;
 mod error;
+mod fleet;
 mod grant;
 mod pool;
 mod request;
@@ -94,6 +97,7 @@ mod text;
 pub use acquire::Acquire;
 pub use cronoq_sys as sys;
 pub use error::{Error, SpecError};
+pub use fleet::FleetOptions;
 pub use grant::Grant;
 pub use pool::{Pool, PoolOptions, PoolStats, Problem, ResourceKind, ResourceStats, Task};
 pub use request::Request;

@@ -64,6 +64,7 @@ impl PoolOptions {
 /// grants borrow the pool, so it outlives them.
 pub struct Pool {
     raw: NonNull<sys::cq_pool>,
+    fleet: bool,
 }
 
 // The header: "Thread-safe: any thread may acquire, release or cancel";
@@ -154,7 +155,7 @@ impl fmt::Display for Problem {
 impl std::error::Error for Problem {}
 
 /// The storage sizes this crate declares must be the library's.
-fn check_abi() {
+pub(crate) fn check_abi() {
     let (req, grant) = unsafe { (sys::cq_req_size(), sys::cq_grant_size()) };
     assert!(
         req == std::mem::size_of::<sys::cq_req>() && grant == std::mem::size_of::<sys::cq_grant>(),
@@ -185,7 +186,18 @@ impl Pool {
         cfg.barge_ms = options.barge_ms;
         let mut raw = std::ptr::null_mut();
         crate::error::check(unsafe { sys::cq_pool_create(&mut raw, &cfg) })?;
-        Ok(Pool { raw: NonNull::new(raw).ok_or(Error::NoMemory)? })
+        Ok(Pool { raw: NonNull::new(raw).ok_or(Error::NoMemory)?, fleet: false })
+    }
+
+    /// A pool of the fleet library, made by `Pool::connect`.
+    #[cfg(cronoq_fleet)]
+    pub(crate) fn from_fleet(raw: NonNull<sys::cq_pool>) -> Pool {
+        Pool { raw, fleet: true }
+    }
+
+    /// Whether this is a fleet pool (made by [`Pool::connect`]).
+    pub fn is_fleet(&self) -> bool {
+        self.fleet
     }
 
     /// The C pool, for calls of `cronoq-sys` that this crate does not wrap.
