@@ -808,8 +808,10 @@ CQ_EXPORT int cq_req_set_hold_limit(cq_req *req, int64_t limit_ms);
  * Add the items of a request spec, for command lines and configuration:
  * `gpu=0.5,warehouse-db=1,class=predict`. Each item is `resource=amount`
  * (see cq_req_add_str()) or `class=name`; blanks around items and `=` are
- * allowed. All or nothing: on failure the request is unchanged and
- * cq_req_error() points at the offending character, e.g.
+ * allowed. A resource name may carry one '@' with a word on each side,
+ * `gpu@hostB=0.5`: another host's device pool on a fleet pool (the pool
+ * decides whether the name exists). All or nothing: on failure the request
+ * is unchanged and cq_req_error() points at the offending character, e.g.
  * `request spec: expected '=' after "gpu" at column 4`. Not thread-safe
  * against other uses of `req` (it writes the whole request back); takes
  * the pool lock briefly, per item; callable from a callback.
