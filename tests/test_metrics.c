@@ -419,6 +419,8 @@ static const char *type_name(cq_event_type t) {
     return "never";
   case CQ_EVENT_OVERDUE:
     return "overdue";
+  case CQ_EVENT_LOST:
+    return "lost";
   }
   return "?";
 }

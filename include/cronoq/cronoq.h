@@ -164,13 +164,14 @@ CQ_EXPORT int cq_version_number(void);
   XX(ERANGE, -13, "value out of range")                                        \
   XX(ETOOMANY, -14, "too many items")                                          \
   XX(ESYS, -15, "system call failed")                                          \
-  XX(EPARSE, -16, "text could not be parsed")
+  XX(EPARSE, -16, "text could not be parsed")                                  \
+  XX(EUNAVAILABLE, -17, "the pool's server cannot be reached")
 
 enum cq_errno {
 #define CQ_ERRNO_ENUM_(name, value, msg) CQ_##name = (value),
   CQ_ERRNO_MAP(CQ_ERRNO_ENUM_)
 #undef CQ_ERRNO_ENUM_
-      CQ_ERRNO_MIN_ = -16
+      CQ_ERRNO_MIN_ = -17
 };
 
 /* A message for an error code; a fixed string for unknown codes.
@@ -288,13 +289,15 @@ enum cq_pool_flags {
   XX(NEVER, 8, "never", "a waiter failed: a capacity shrank below it")         \
   XX(OVERDUE, 9, "overdue",                                                    \
      "a grant outlived its hold limit (it keeps its units; wait_ms: its "      \
-     "limit)")
+     "limit)")                                                                 \
+  XX(LOST, 10, "lost",                                                         \
+     "a holder lost its lease: its units are the pool's again (fleet pools)")
 
 typedef enum cq_event_type {
 #define CQ_EVENT_ENUM_(name, value, text, help) CQ_EVENT_##name = (value),
   CQ_EVENT_MAP(CQ_EVENT_ENUM_)
 #undef CQ_EVENT_ENUM_
-      CQ_EVENT_MAX_ = 9
+      CQ_EVENT_MAX_ = 10
 } cq_event_type;
 
 /* The event type's name ("granted", "timed_out", ...), or "unknown".

@@ -55,17 +55,42 @@
  *   CQ_ECLOSED and its later acquires too; other processes go on.
  *   cq_pool_destroy() (refused with CQ_EINUSE while this process holds or
  *   waits) ends the session.
- * - A lease lost (the session expired on the server, because this process
- *   was stopped or cut off longer than its TTL) is reported once through
- *   the event hook as CQ_FLEET_EVENT_LOST, when the process's own deadline
- *   passes: the send time of its last successful heartbeat plus the TTL,
- *   less a margin, on the monotonic clock, which always comes before the
- *   server's. The grant is then no longer held (cq_grant_is_held() is 0,
- *   cq_grant_release() returns CQ_ESTATE), and the attempts still waiting
- *   fail with CQ_ESYS. A new session is opened for what comes next.
- * - When the server cannot be reached within the pool's timeout, calls
- *   fail closed with CQ_ESYS and cq_fleet_error() (or cq_grant_error())
- *   says why.
+ * - A lease lost is reported once through the event hook as
+ *   CQ_EVENT_LOST (`data` is the grant's), by the process's own deadline:
+ *   the send time of its last successful heartbeat plus the TTL, less a
+ *   fifth of it, on the monotonic clock, which always comes before the
+ *   server's. Leases are lost when the session expired (this process was
+ *   stopped, or cut off from the server, longer than its TTL), when the
+ *   server lost the namespace's state, and when a failover to a replica
+ *   lost them (a heartbeat finds a lease missing). The grant is then no
+ *   longer held (cq_grant_is_held() is 0, cq_grant_release() returns
+ *   CQ_ESTATE), and the attempts still waiting fail with CQ_EUNAVAILABLE.
+ *   A new session is opened for what comes next. A process that is
+ *   stopped cannot be told while it is stopped: cq_grant_is_held() turns 0
+ *   at the deadline, and the event comes as it resumes.
+ * - When the server cannot be reached in time, calls fail closed with
+ *   CQ_EUNAVAILABLE and cq_fleet_error() (or cq_grant_error()) says why:
+ *   nothing is granted. A blocking acquire gives up at its deadline
+ *   (CQ_ETIMEDOUT), a try after the heartbeat interval at most (and at
+ *   once while the library waits to reconnect), other calls after the
+ *   pool's timeout. An attempt whose reply never came may have been
+ *   applied by the server: the next heartbeat finds its lease or waiter
+ *   and ends it. A release that cannot reach the server returns 0: the
+ *   grant holds nothing here, and the units come back on the server with
+ *   the next heartbeat that gets through (or at the session's end), once.
+ *   A partial release that cannot reach the server fails with
+ *   CQ_EUNAVAILABLE, and called again it is applied once.
+ * - A server out of memory (maxmemory with noeviction) refuses what would
+ *   write: acquires and declarations fail with CQ_ENOMEM, the message
+ *   saying it is the server's memory; releases, heartbeats and cancels
+ *   still run (their scripts are allowed to), so that holders keep their
+ *   leases and units come back.
+ * - After the server lost the namespace's state (a restart without
+ *   persistence, a flush), the first process to notice creates it again
+ *   quarantined for one TTL: acquires fail with CQ_EUNAVAILABLE meanwhile
+ *   (so that a holder of the old state has learnt its loss before its
+ *   units are granted again), and every process sends its declarations
+ *   again, after which requests built before work as they did.
  * - The event hook sees this process's attempts: granted, parked,
  *   released, timed out, cancelled, closed, never satisfiable and lost.
  *   CQ_EVENT_RESERVED and CQ_EVENT_OVERDUE are not raised.
@@ -92,10 +117,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* The event a holder gets, once per grant, when it lost its lease: its
- * units are the namespace's again. `data` is the grant's. */
-#define CQ_FLEET_EVENT_LOST ((cq_event_type)10)
 
 /* Fleet options (cq_fleet_opts.fleet_flags). */
 enum cq_fleet_flags {
@@ -148,8 +169,10 @@ typedef struct cq_fleet_opts {
  * Thread-safe.
  * Returns 0, CQ_EINVAL (a bad URL, namespace, host or option, including
  * CQ_POOL_BACKFILL; or a namespace of another schema or claims option:
- * cq_fleet_error() says which), CQ_ESYS (the server cannot be reached, or
- * a thread could not be started; cq_fleet_error() says why) or CQ_ENOMEM.
+ * cq_fleet_error() says which, and nothing changes on the server),
+ * CQ_EUNAVAILABLE (the server cannot be reached within the timeout:
+ * cq_fleet_error() names the URL and says why), CQ_ESYS (a thread could
+ * not be started) or CQ_ENOMEM (here, or the server's: the message says).
  */
 CQ_EXPORT int cq_fleet_open(cq_pool **out, const char *url, const char *ns,
                             const cq_fleet_opts *opts);
@@ -168,6 +191,36 @@ CQ_EXPORT const char *cq_fleet_host(const cq_pool *pool);
  * or CQ_EINVAL (NULL, or not a fleet pool's grant).
  */
 CQ_EXPORT int cq_fleet_grant_fence(const cq_grant *grant, uint64_t *fence);
+
+/* What this process's pool met, for monitoring the failures above. */
+typedef struct cq_fleet_stats {
+  uint64_t sessions;     /* sessions opened: 1, and one more per loss */
+  uint64_t leases_lost;  /* CQ_EVENT_LOST raised */
+  uint64_t state_losses; /* times the namespace was found recreated: the
+                            server had lost its state */
+  uint64_t rollbacks;    /* failovers detected: a heartbeat found one of
+                            this process's leases missing, or the
+                            namespace's fencing counter behind one this
+                            process saw */
+  uint64_t reconnects;   /* connections made again after one broke */
+  uint64_t unavailable;  /* calls that failed with CQ_EUNAVAILABLE */
+  uint64_t deferred;     /* releases that could not reach the server and
+                            were applied later by a heartbeat */
+  uint64_t reconciled;   /* leases and waiters the server had for this
+                            process that it did not know (calls whose reply
+                            was lost), ended by a heartbeat */
+  uint64_t max_fence;    /* the highest fencing token this process saw */
+  int64_t quarantine_ms; /* the namespace's quarantine left, as last seen */
+  uint64_t reserved_[6];
+} cq_fleet_stats;
+
+#define CQ_FLEET_STATS_INIT CQ_ZERO_INIT_
+
+/*
+ * This process's figures for `pool` (no round trip). Returns 0 or
+ * CQ_EINVAL (NULL, or not a fleet pool). Thread-safe.
+ */
+CQ_EXPORT int cq_fleet_stats_get(cq_pool *pool, cq_fleet_stats *out);
 
 /*
  * The detail of the calling thread's last failed call on a fleet pool,

@@ -111,13 +111,16 @@ enum {
   FL_R_OK = 0,
   FL_R_WAITING = 1,
   FL_R_OWED = 2,
-  FL_R_NOSESSION = 3,
-  FL_R_NONS = 4,
-  FL_R_UNKNOWN = 5
+  FL_R_NOSESSION = 3, /* the session expired, or the server never had it */
+  FL_R_NONS = 4,      /* the namespace is gone: the server lost its state */
+  FL_R_UNKNOWN = 5,
+  FL_R_SCHEMA = 7,    /* the namespace has another schema version */
+  FL_R_QUARANTINE = 8 /* the namespace grants nothing yet (value: ms left) */
 };
 
-/* fl_run(): the session expired on the server and a new one was opened;
- * the call was not made (not a cronoq.h code: callers turn it into one). */
+/* fl_run(): the session was lost (expired on the server, or its local
+ * deadline passed) and the call, bound to it, was not made (not a
+ * cronoq.h code: callers turn it into one). */
 #define FL_ESESSION 100
 
 /* The arguments of one script call: the common ones (session, work share,
@@ -125,6 +128,8 @@ enum {
 #define FL_ARGS_MAX (8 + 4 * CQ_REQ_MAX_ITEMS + 64)
 struct fl_args {
   int n;
+  int64_t until; /* the call gives up at this time (cq_now()) at the latest,
+                    or after the pool's timeout; CQ_NEVER: the timeout */
   const char *v[FL_ARGS_MAX];
   size_t len[FL_ARGS_MAX];
   char nums[FL_ARGS_MAX][24]; /* storage for numbers */
@@ -144,23 +149,53 @@ struct fl_link {
   redisContext *c;
   char sha[FL_S_COUNT][41]; /* of the scripts, once loaded */
   bool loaded;
+  bool down;             /* the last call could not reach the server */
   int64_t sent_ms;       /* when the last script was sent (cq_now()) */
-  uint32_t backoff;      /* reconnections in a row, for the jittered backoff */
+  int64_t next_connect;  /* no connection attempt before (the backoff) */
+  uint32_t backoff;      /* failed connections in a row */
   uint32_t drop_replies; /* tests: replies to drop, as if they were lost */
 };
 
-/* Connect (or reconnect) a context to the pool's server: AUTH, SELECT.
- * NULL on failure, with the reason in `err`. */
-redisContext *fl_connect(const struct fl_pool *fp, char *err, size_t len);
+/* Where the pool's server is, for messages: "unix:///path", "host:port". */
+void fl_url_text(const struct fl_pool *fp, char *buf, size_t len);
+
+/* One command on a blocking context, with SIGPIPE kept from the process
+ * (a connection the server closed is an error, not a signal). */
+redisReply *fl_command(redisContext *c, int argc, const char **argv,
+                       const size_t *lens);
+
+/* Connect (or reconnect) a context to the pool's server: AUTH, SELECT,
+ * waiting at most `wait_ms` for each step. NULL on failure, with the
+ * reason in `err`. */
+redisContext *fl_connect(const struct fl_pool *fp, int64_t wait_ms, char *err,
+                         size_t len);
+
+/* How long to wait before connection attempt `n` (0, 1, ...) of a run of
+ * failures: exponential from 10 ms up to `cap_ms`, times a random factor
+ * in [0.5, 1.5) drawn from `r` (a uniform fraction in [0, 1)), so that
+ * processes cut off together do not come back in step. */
+int64_t fl_backoff_ms(uint32_t n, int64_t cap_ms, double r);
+
+/* A uniform fraction in [0, 1), per thread. */
+double fl_random(void);
+
+/* Lock link.mu by `until` (cq_now(); CQ_NEVER: wait as long as it takes).
+ * 0, or FL_ELATE when it stayed busy. */
+#define FL_ELATE 101
+int fl_link_lock(struct fl_pool *fp, int64_t until);
 
 /*
  * Run `script` with `a` on the command connection: EVALSHA, falling back
- * to EVAL on NOSCRIPT; on a broken connection or a timeout, reconnect with
- * a jittered backoff and send it again, flagged as a retry (the scripts
- * are idempotent for a retry), until the pool's timeout. On 0 *out is the
- * reply and link.mu is held: the caller applies it, then calls
- * fl_call_done(). Otherwise nothing is held and a message is in `err`.
- * Returns 0 or CQ_ESYS.
+ * to EVAL on NOSCRIPT; on a broken connection, a timeout or a server that
+ * cannot run it now (loading, busy, a replica), reconnect with a jittered
+ * backoff and send it again, flagged as a retry (the scripts are
+ * idempotent for a retry), until the pool's timeout or a->until. On 0
+ * *out is the reply and link.mu is held: the caller applies it, then
+ * calls fl_call_done(). Otherwise nothing is held and a message is in
+ * `err`. Returns 0, CQ_EUNAVAILABLE (not reached in time: the call may or
+ * may not have been applied), CQ_ENOMEM (the server is out of memory and
+ * refused the script whole), FL_ELATE (link.mu stayed busy: nothing was
+ * sent) or CQ_ESYS (the server refused the script: a bug).
  */
 int fl_call(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
             redisReply **out, char *err, size_t len);
@@ -183,7 +218,8 @@ int64_t fl_reply_int(const redisReply *r, size_t i);
 struct fl_name {
   char name[CQ_NAME_MAX + 1]; /* canonical: "gpu@hostA" for devices */
   uint32_t uid;
-  uint8_t kind; /* enum cq_resource_kind */
+  uint32_t epoch; /* fl_pool.epoch_gen when it was resolved */
+  uint8_t kind;   /* enum cq_resource_kind */
   uint32_t ndev;
   char **ids; /* device ids, ndev of them */
 };
@@ -313,6 +349,16 @@ struct fl_event {
   char resource[CQ_NAME_MAX + 1];
 };
 
+/* A declaration this process made, sent again when the namespace's state
+ * was lost (the pool works again from what its processes re-declare). */
+struct fl_decl {
+  int kind;
+  char name[CQ_NAME_MAX + 1]; /* budgets, classes; device pools: the base */
+  int64_t capacity;           /* device pools: the count */
+  unsigned flags;
+  char *ids; /* device pools: the ids, separated by spaces */
+};
+
 #define FL_POOL_MAGIC 0x666c6565u /* "flee" */
 
 /* Members in order of alignment (the padding check of clang-tidy), each
@@ -328,11 +374,27 @@ struct fl_pool {
   pthread_mutex_t mu;
 
   /* The session (sid, fetch_due and closed below). */
-  _Atomic int64_t deadline_ms; /* local: its leases are lost after this */
+  _Atomic int64_t deadline_ms; /* local: its leases are lost after this;
+                                  CQ_NEVER while there is no session */
   int64_t next_hb_ms;
-  uint64_t inbox_seen; /* the last inbox entry applied */
+  int64_t next_open_ms; /* no session: the next attempt to open one */
+  uint64_t inbox_seen;  /* the last inbox entry applied */
   uint64_t next_op;
   uint64_t next_attempt;
+  uint64_t max_fence; /* the highest fencing token seen */
+  uint32_t beats;     /* heartbeats answered, for the periodic full check */
+  uint32_t epoch_gen; /* grows when the namespace is found recreated */
+  cq_fleet_stats stats;
+
+  /* Declarations, sent again after a loss of state. */
+  struct fl_decl *decls;
+  size_t n_decls, cap_decls;
+
+  /* Releases that could not reach the server, sent by the background
+   * thread (ids of leases of session generation deferred_gen). */
+  char (*deferred)[40];
+  size_t n_deferred, cap_deferred;
+  uint32_t deferred_gen;
 
   /* Waiting grants by attempt number; held grants. */
   struct fl_grant **table;
@@ -359,8 +421,12 @@ struct fl_pool {
   char host[CQ_NAME_MAX + 1];
   char steps[16]; /* the share of work of one script, as text */
   char sid[24];
+  char ended_sid[24]; /* a session lost here, to end on the server ("") */
+  char epoch[32];     /* the namespace's epoch when this process opened it */
   char sub_channel[128];
   bool fetch_due; /* a wake-up came: fetch the inbox */
+  bool doubt;     /* a call failed that the server may have applied: the
+                     next heartbeat compares leases and waiters in full */
   _Atomic bool closed;
   bool ev_delivering;
   bool bg_running, bg_stop;
@@ -442,9 +508,18 @@ int fl_expire_due(struct fl_pool *fp, int64_t now, bool callbacks_only,
 
 /* Sessions (session.c). */
 int fl_session_open(struct fl_pool *fp, char *err, size_t len);
-/* The session is lost: every lease is lost (events), every waiter fails
- * with CQ_ESYS. mu held. */
+/* The session is lost: every lease is lost (CQ_EVENT_LOST each), every
+ * waiter fails with CQ_EUNAVAILABLE, and the session is to be ended on
+ * the server and replaced. Needs mu only, so that a stalled connection
+ * cannot delay it past the local deadline. mu held. */
 void fl_session_lost(struct fl_pool *fp, const char *why, struct fl_ctx *ctx);
+/* Declare the session lost if its local deadline has passed (mu held). */
+void fl_session_check(struct fl_pool *fp, struct fl_ctx *ctx);
+/* Whether the session's local deadline has passed or it is lost. */
+bool fl_session_dead(const struct fl_pool *fp);
+/* A release that could not reach the server: sent again later (mu held).
+ * False when out of memory (the session's end returns it then). */
+bool fl_defer_release(struct fl_pool *fp, const struct fl_grant *g);
 int fl_bg_start(struct fl_pool *fp);
 void fl_bg_stop(struct fl_pool *fp);
 /* Wake the background thread (a new deadline, a close). */
@@ -459,6 +534,16 @@ int64_t fl_table_first_deadline(struct fl_pool *fp);
 
 void fl_held_push(struct fl_pool *fp, struct fl_grant *g);
 void fl_held_unlink(struct fl_pool *fp, struct fl_grant *g);
+/* A held grant's lease is lost: it holds nothing, and its holder is told
+ * once (CQ_EVENT_LOST). mu held. */
+void fl_grant_lost(struct fl_pool *fp, struct fl_grant *g, const char *why);
+
+/* Declarations (pool.c): remember one that the server accepted; the
+ * arguments of the declare script for one. */
+void fl_decl_keep(struct fl_pool *fp, const struct fl_decl *d);
+void fl_decl_args(const struct fl_pool *fp, const struct fl_decl *d,
+                  struct fl_args *a, char *full, size_t len);
+void fl_decls_free(struct fl_pool *fp);
 
 /* Decide a waiting grant (mu held): granted from `entry` fields, or left
  * with `status` and `msg`. Queues its notification into ctx. */
@@ -471,6 +556,10 @@ int fl_grant_fill(struct fl_pool *fp, struct fl_grant *g, const char *payload);
 /* Names (request.c). */
 int fl_names_resolve(struct fl_pool *fp, const char *name, uint32_t *index,
                      char *msg);
+/* Resolve again the names of `r` that were resolved before the namespace
+ * was last recreated (their uids are the old state's). Returns how many
+ * changed. */
+int fl_names_refresh(struct fl_pool *fp, const struct fl_req *r);
 const struct fl_name *fl_names_at(struct fl_pool *fp, uint32_t index);
 void fl_names_free(struct fl_pool *fp);
 /* Whether `name` as a caller writes it ("gpu", "gpu@hostA") is the

@@ -35,11 +35,12 @@ static const char *payload_of(const char *entry) {
 }
 
 int fl_grant_fill(struct fl_pool *fp, struct fl_grant *g, const char *payload) {
-  (void)fp;
   char *end;
   g->fence = strtoull(payload, &end, 10);
   if (end == payload)
     return -1;
+  if (g->fence > fp->max_fence)
+    fp->max_fence = g->fence;
   const char *p = end;
   g->ndevs = 0;
   for (unsigned i = 0; i < g->n_items; i++) {
@@ -128,6 +129,22 @@ static void attempt_renumber(struct fl_pool *fp, struct fl_grant *g) {
   pthread_mutex_unlock(&fp->mu);
 }
 
+/* How long a call may try to reach the server: a try, a callback's
+ * submission and a release a heartbeat interval (they must not block for
+ * long: a try fails fast with CQ_EUNAVAILABLE, a release is deferred); a
+ * blocking acquire until its deadline, but a heartbeat interval at least,
+ * so that a deadline close at hand does not cut short the round trip of a
+ * server that answers (or the pool's timeout, without a deadline). */
+static int64_t call_limit(const struct fl_pool *fp, char mode,
+                          int64_t deadline_ms) {
+  int64_t floor = cq_now() + fp->heartbeat_ms;
+  if (mode == 't')
+    return floor;
+  if (deadline_ms == CQ_NEVER || (fp->opts.flags & CQ_POOL_MANUAL_TIMERS))
+    return CQ_NEVER;
+  return deadline_ms > floor ? deadline_ms : floor;
+}
+
 /* Granted at once, from the acquire's reply (mu held). */
 static int grant_now(struct fl_pool *fp, struct fl_grant *g,
                      const char *entry) {
@@ -148,10 +165,15 @@ static int grant_now(struct fl_pool *fp, struct fl_grant *g,
  * The caller has set g's style, callback, wait and deadline.
  */
 static int send_acquire(struct fl_pool *fp, struct fl_grant *g,
-                        const struct fl_req *r, char mode, struct fl_ctx *ctx) {
+                        const struct fl_req *r, char mode, int64_t until,
+                        struct fl_ctx *ctx) {
   for (int tries = 0;; tries++) {
+    /* Names resolved before the namespace was created again have the old
+     * state's uids: resolved again, from what the processes re-declared. */
+    (void)fl_names_refresh(fp, r);
     struct fl_args a;
     fl_args_init(&a);
+    a.until = until;
     fl_arg(&a, g->id);
     fl_arg_c(&a, mode);
     fl_arg_i(&a, r->limit_ms);
@@ -165,11 +187,27 @@ static int send_acquire(struct fl_pool *fp, struct fl_grant *g,
     }
     if (rc != 0) {
       fl_msgf(fl_gmsg(g), "fleet: %s", err);
-      return rc == FL_ESESSION ? CQ_ESYS : rc;
+      if (rc == CQ_EUNAVAILABLE) {
+        /* It may have been applied: the next heartbeat looks. */
+        pthread_mutex_lock(&fp->mu);
+        fp->doubt = true;
+        pthread_mutex_unlock(&fp->mu);
+      }
+      return rc == FL_ESESSION ? CQ_EUNAVAILABLE : rc;
     }
     int st = fl_reply_status(rep);
     pthread_mutex_lock(&fp->mu);
-    if (st == FL_R_OK) {
+    if (st == FL_R_QUARANTINE) {
+      int64_t left = fl_reply_int(rep, 0);
+      fp->stats.quarantine_ms = left;
+      fp->stats.unavailable++;
+      fl_msgf(fl_gmsg(g),
+              "fleet: namespace \"%s\" grants nothing for %lld ms more: the "
+              "server lost its state, and holders of the old one are being "
+              "told",
+              fp->ns, (long long)left);
+      st = CQ_EUNAVAILABLE;
+    } else if (st == FL_R_OK) {
       st = grant_now(fp, g, fl_reply_value(rep, 0));
     } else if (st == FL_R_WAITING) {
       g->seq = (uint64_t)fl_reply_int(rep, 0);
@@ -217,10 +255,25 @@ static int take_out(struct fl_pool *fp, struct fl_grant *g, int status,
   uint64_t op = g->op;
   struct fl_args a;
   fl_args_init(&a);
+  a.until = call_limit(fp, 't', CQ_NEVER);
   fl_arg_i(&a, status);
   fl_arg(&a, id);
   redisReply *r;
   int rc = fl_run(fp, FL_S_ABORT, &a, false, &r, ctx, err, len);
+  if (rc == CQ_EUNAVAILABLE) {
+    /* The server cannot be told now: the attempt ends here all the same,
+     * and the next heartbeat that gets through ends the waiter there (or
+     * gives back the lease it became meanwhile). */
+    pthread_mutex_lock(&fp->mu);
+    rc = CQ_ESTATE;
+    if (g->op == op && fl_gstate(g) == FL_G_WAITING) {
+      fl_grant_decide(fp, g, status, NULL, "", ctx);
+      fp->doubt = true;
+      rc = 0;
+    }
+    pthread_mutex_unlock(&fp->mu);
+    return rc;
+  }
   if (rc != 0)
     return rc == FL_ESESSION ? CQ_ESTATE : rc;
   const char *res = fl_reply_value(r, 0);
@@ -252,7 +305,8 @@ int fl_op_grant_try(cq_pool *pool, cq_grant *grant, const cq_req *req) {
     return rc;
   struct fl_ctx ctx;
   fl_ctx_init(&ctx);
-  rc = send_acquire(fp, g, fl_req_ofc(req), 't', &ctx);
+  rc = send_acquire(fp, g, fl_req_ofc(req), 't', call_limit(fp, 't', CQ_NEVER),
+                    &ctx);
   fl_ctx_finish(fp, &ctx);
   return rc;
 }
@@ -286,8 +340,13 @@ int fl_op_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
   bool past = deadline_ms != CQ_NEVER && fl_now(fp) >= deadline_ms;
   struct fl_ctx ctx;
   fl_ctx_init(&ctx);
-  rc = send_acquire(fp, g, fl_req_ofc(req), past ? 't' : 'w', &ctx);
+  rc = send_acquire(fp, g, fl_req_ofc(req), past ? 't' : 'w',
+                    call_limit(fp, past ? 't' : 'w', deadline_ms), &ctx);
   if (rc == CQ_EBUSY && past)
+    rc = CQ_ETIMEDOUT;
+  /* The server not reached by the deadline: timed out, as in-process. */
+  if (rc == CQ_EUNAVAILABLE && deadline_ms != CQ_NEVER &&
+      !(fp->opts.flags & CQ_POOL_MANUAL_TIMERS) && cq_now() >= deadline_ms)
     rc = CQ_ETIMEDOUT;
   if (rc == FL_R_WAITING) {
     char err[FL_MSG_MAX];
@@ -338,7 +397,8 @@ int fl_op_grant_submit(cq_pool *pool, cq_grant *grant, const cq_req *req,
   bool past = deadline_ms != CQ_NEVER && fl_now(fp) >= deadline_ms;
   struct fl_ctx ctx;
   fl_ctx_init(&ctx);
-  rc = send_acquire(fp, g, fl_req_ofc(req), past ? 't' : 'w', &ctx);
+  rc = send_acquire(fp, g, fl_req_ofc(req), past ? 't' : 'w',
+                    call_limit(fp, 't', CQ_NEVER), &ctx);
   if (rc == 0 || (rc == CQ_EBUSY && past)) {
     g->status = rc == 0 ? 0 : CQ_ETIMEDOUT;
     ctx_push(&ctx, g);
@@ -391,15 +451,40 @@ int fl_op_grant_release(cq_pool *pool, cq_grant *grant) {
   int rc = held_check(pool, grant, &g);
   if (rc != 0)
     return rc;
-  struct fl_args a;
-  fl_args_init(&a);
-  fl_arg(&a, g->id);
   struct fl_ctx ctx;
   fl_ctx_init(&ctx);
+  if (fl_session_dead(fp)) {
+    /* Past the local deadline: the lease is lost, whatever the server
+     * says; a release now could only race with its reassignment. */
+    pthread_mutex_lock(&fp->mu);
+    fl_session_check(fp, &ctx);
+    pthread_mutex_unlock(&fp->mu);
+    fl_ctx_finish(fp, &ctx);
+    return CQ_ESTATE;
+  }
+  struct fl_args a;
+  fl_args_init(&a);
+  a.until = call_limit(fp, 't', CQ_NEVER);
+  fl_arg(&a, g->id);
   redisReply *r;
   char err[FL_MSG_MAX];
   rc = fl_run(fp, FL_S_RELEASE, &a, true, &r, &ctx, err, sizeof(err));
-  if (rc == 0) {
+  if (rc == CQ_EUNAVAILABLE) {
+    /* Not reached: the grant holds nothing here, and the background
+     * thread sends the release (an id: applied once) when it can. */
+    pthread_mutex_lock(&fp->mu);
+    if (g->lost) {
+      rc = CQ_ESTATE;
+    } else if (fl_defer_release(fp, g)) {
+      fl_held_unlink(fp, g);
+      fl_gstate_set(g, FL_G_IDLE);
+      fl_event(fp, CQ_EVENT_RELEASED, g, NULL, 0);
+      rc = 0;
+    } else {
+      fl_msgf(fl_gmsg(g), "fleet: %s", err);
+    }
+    pthread_mutex_unlock(&fp->mu);
+  } else if (rc == 0) {
     /* Released, or unknown: the retry of a release whose reply was lost.
      * A lease lost meanwhile was reported as such, not released. */
     pthread_mutex_lock(&fp->mu);
@@ -458,6 +543,7 @@ static int send_part(struct fl_pool *fp, struct fl_grant *g, char kind,
                      const struct fl_name *nm, int64_t x, int64_t y) {
   struct fl_args a;
   fl_args_init(&a);
+  a.until = call_limit(fp, 't', CQ_NEVER);
   fl_arg(&a, g->id);
   fl_arg_i(&a, ++g->parts);
   fl_arg_c(&a, kind);
@@ -477,6 +563,8 @@ static int send_part(struct fl_pool *fp, struct fl_grant *g, char kind,
   } else if (rc == FL_ESESSION) {
     rc = CQ_ESTATE;
   } else {
+    /* Called again, it goes with the same number: applied once. */
+    g->parts--;
     fl_msgf(fl_gmsg(g), "fleet: %s", err);
   }
   fl_ctx_finish(fp, &ctx);
@@ -700,6 +788,7 @@ int fl_expire_due(struct fl_pool *fp, int64_t now, bool callbacks_only,
   for (size_t at = 0; at < n && rc == 0; at += 100) {
     struct fl_args a;
     fl_args_init(&a);
+    a.until = cq_now() + fp->heartbeat_ms;
     fl_arg_i(&a, CQ_ETIMEDOUT);
     for (size_t k = at; k < n && k < at + 100; k++)
       fl_arg(&a, list[k].id);

@@ -6,10 +6,19 @@
  * the reply did not come in time) is sent again, flagged as a retry, after
  * reconnecting with a jittered exponential backoff. Every script is
  * idempotent for a retry: an acquire carries the caller's id and finds the
- * lease or waiter its first attempt made; a release or abort of something
+ * lease or waiter an earlier copy made; a release or abort of something
  * already gone reports it unknown, which the caller reads as done. So a
- * retry yields exactly one outcome. After the pool's timeout the call
- * fails closed with CQ_ESYS: nothing is assumed granted.
+ * retry yields exactly one outcome. A server that answers but cannot run
+ * scripts now (loading its data after a restart, busy with a long script,
+ * a replica) is tried again the same way. After the pool's timeout, or
+ * the call's own limit, the call fails closed with CQ_EUNAVAILABLE:
+ * nothing is assumed granted. Each attempt waits for its reply at most a
+ * heartbeat interval, so that a stalled server is tried again on a fresh
+ * connection rather than waited for.
+ *
+ * While the server cannot be reached, a connection is tried at most once
+ * per backoff interval, whichever thread asks: a call that would have to
+ * wait for the next attempt beyond its limit fails at once.
  *
  * Scripts are run with EVALSHA and, when the server does not know them
  * (after a restart or SCRIPT FLUSH), with EVAL, which loads them again.
@@ -17,13 +26,42 @@
 #include "fleet.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-void fl_args_init(struct fl_args *a) { a->n = 0; }
+redisReply *fl_command(redisContext *c, int argc, const char **argv,
+                       const size_t *lens) {
+  /* A server that closed the connection must not kill the process with
+   * SIGPIPE: blocked in this thread while writing, and a pending one is
+   * taken before it is unblocked again. */
+  sigset_t pipe_set, old;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  bool was_pending = false;
+  sigset_t pending;
+  if (sigpending(&pending) == 0)
+    was_pending = sigismember(&pending, SIGPIPE) == 1;
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  redisReply *r = redisCommandArgv(c, argc, argv, lens);
+  if (!was_pending && sigpending(&pending) == 0 &&
+      sigismember(&pending, SIGPIPE) == 1) {
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return r;
+}
+
+void fl_args_init(struct fl_args *a) {
+  a->n = 0;
+  a->until = CQ_NEVER;
+}
 
 void fl_arg_n(struct fl_args *a, const char *s, size_t len) {
   if (a->n < FL_ARGS_MAX) {
@@ -58,7 +96,7 @@ static struct timeval tv_of(int64_t ms) {
 /* Send one command and check that it answered OK (AUTH, SELECT). */
 static bool simple(redisContext *c, int argc, const char **argv, char *err,
                    size_t len) {
-  redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+  redisReply *r = fl_command(c, argc, argv, NULL);
   if (r == NULL) {
     snprintf(err, len, "%s: %s", argv[0], c->errstr);
     return false;
@@ -70,8 +108,9 @@ static bool simple(redisContext *c, int argc, const char **argv, char *err,
   return ok;
 }
 
-redisContext *fl_connect(const struct fl_pool *fp, char *err, size_t len) {
-  struct timeval tv = tv_of(fp->timeout_ms);
+redisContext *fl_connect(const struct fl_pool *fp, int64_t wait_ms, char *err,
+                         size_t len) {
+  struct timeval tv = tv_of(wait_ms > 0 ? wait_ms : 1);
   redisContext *c =
       fp->url.unix_socket
           ? redisConnectUnixWithTimeout(fp->url.path, tv)
@@ -116,14 +155,30 @@ static char *texts[FL_S_COUNT];
 static size_t text_len[FL_S_COUNT];
 static pthread_once_t texts_once = PTHREAD_ONCE_INIT;
 
+/* Scripts that free memory or keep leases alive run on a server that is
+ * out of memory (maxmemory with noeviction), so that holders keep their
+ * leases and units come back; the others are refused whole there. */
+static bool allow_oom(int s) {
+  return s != FL_S_ACQUIRE && s != FL_S_DECLARE && s != FL_S_OPEN &&
+         s != FL_S_SETCAP && s != FL_S_ONLINE && s != FL_S_REMOVE;
+}
+
 static void texts_build(void) {
+  static const char plain[] = "#!lua\n", oom[] = "#!lua flags=allow-oom\n";
+  size_t skip = strncmp(fl_lua_prelude, plain, sizeof(plain) - 1) == 0
+                    ? sizeof(plain) - 1
+                    : 0;
   for (int s = 0; s < FL_S_COUNT; s++) {
-    size_t n = fl_lua_prelude_len + fl_lua_body_len[s];
+    const char *head = allow_oom(s) ? oom : plain;
+    size_t hlen = strlen(head);
+    size_t n = hlen + fl_lua_prelude_len - skip + fl_lua_body_len[s];
     char *t = malloc(n + 1);
     if (t == NULL)
       continue;
-    memcpy(t, fl_lua_prelude, fl_lua_prelude_len);
-    memcpy(t + fl_lua_prelude_len, fl_lua_body[s], fl_lua_body_len[s] + 1);
+    memcpy(t, head, hlen);
+    memcpy(t + hlen, fl_lua_prelude + skip, fl_lua_prelude_len - skip);
+    memcpy(t + hlen + fl_lua_prelude_len - skip, fl_lua_body[s],
+           fl_lua_body_len[s] + 1);
     texts[s] = t;
     text_len[s] = n;
   }
@@ -156,7 +211,7 @@ static bool load_scripts(struct fl_pool *fp, char *err, size_t len) {
     }
     const char *argv[3] = {"SCRIPT", "LOAD", text};
     size_t lens[3] = {6, 4, n};
-    redisReply *r = redisCommandArgv(l->c, 3, argv, lens);
+    redisReply *r = fl_command(l->c, 3, argv, lens);
     if (r == NULL) {
       snprintf(err, len, "SCRIPT LOAD: %s", l->c->errstr);
       ok = false;
@@ -179,12 +234,41 @@ static bool load_scripts(struct fl_pool *fp, char *err, size_t len) {
   return ok;
 }
 
-/* A random fraction in [0.5, 1.5), for jitter. */
-static double jitter(void) {
+double fl_random(void) {
   static _Thread_local unsigned seed;
   if (seed == 0)
-    seed = (unsigned)cq_now() ^ (unsigned)(uintptr_t)&seed;
-  return 0.5 + (double)rand_r(&seed) / ((double)RAND_MAX + 1.0);
+    seed = (unsigned)cq_now() ^ (unsigned)(uintptr_t)&seed ^
+           (unsigned)getpid() * 2654435761u;
+  return (double)rand_r(&seed) / ((double)RAND_MAX + 1.0);
+}
+
+int64_t fl_backoff_ms(uint32_t n, int64_t cap_ms, double r) {
+  int64_t base = (int64_t)10 << (n < 10 ? n : 10);
+  if (base > cap_ms)
+    base = cap_ms;
+  return (int64_t)((double)base * (0.5 + r));
+}
+
+int fl_link_lock(struct fl_pool *fp, int64_t until) {
+  if (until == CQ_NEVER) {
+    pthread_mutex_lock(&fp->link.mu);
+    return 0;
+  }
+  if (pthread_mutex_trylock(&fp->link.mu) == 0)
+    return 0;
+  /* The monotonic limit as a wall-clock time, which timedlock takes. */
+  int64_t left = until - cq_now();
+  if (left <= 0)
+    return FL_ELATE;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += (time_t)(left / 1000);
+  ts.tv_nsec += (long)(left % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  return pthread_mutex_timedlock(&fp->link.mu, &ts) == 0 ? 0 : FL_ELATE;
 }
 
 static void sleep_ms(int64_t ms) {
@@ -193,23 +277,49 @@ static void sleep_ms(int64_t ms) {
   }
 }
 
-/* Make sure the link is connected (link.mu held). */
-static bool ensure_connected(struct fl_pool *fp, char *err, size_t len) {
+/* The longest a backoff waits: a heartbeat interval, so that a server
+ * that is back is found again within about one. */
+static int64_t backoff_cap(const struct fl_pool *fp) {
+  return fp->heartbeat_ms < 1280 ? fp->heartbeat_ms : 1280;
+}
+
+/* Make sure the link is connected, by `give_up` (link.mu held). False
+ * with the reason in `err`, and *late when the next attempt the backoff
+ * allows comes after `give_up`. */
+static bool ensure_connected(struct fl_pool *fp, int64_t give_up, bool *late,
+                             char *err, size_t len) {
   struct fl_link *l = &fp->link;
+  *late = false;
   if (l->c != NULL)
     return true;
-  if (l->backoff > 0) {
-    int64_t base = (int64_t)10 << (l->backoff < 7 ? l->backoff : 7);
-    sleep_ms((int64_t)((double)base * jitter()));
+  int64_t now = cq_now();
+  if (l->next_connect > now) {
+    if (l->next_connect >= give_up) {
+      *late = true;
+      if (err[0] == '\0')
+        snprintf(err, len, "not reached; next attempt in %lld ms",
+                 (long long)(l->next_connect - now));
+      return false;
+    }
+    sleep_ms(l->next_connect - now);
   }
-  l->backoff++;
-  l->c = fl_connect(fp, err, len);
-  if (l->c == NULL)
-    return false;
-  if (!l->loaded && !load_scripts(fp, err, len)) {
+  int64_t wait = give_up - cq_now();
+  if (wait > fp->timeout_ms)
+    wait = fp->timeout_ms;
+  l->c = fl_connect(fp, wait, err, len);
+  if (l->c != NULL && !l->loaded && !load_scripts(fp, err, len)) {
     redisFree(l->c);
     l->c = NULL;
+  }
+  if (l->c == NULL) {
+    l->next_connect =
+        cq_now() + fl_backoff_ms(l->backoff++, backoff_cap(fp), fl_random());
     return false;
+  }
+  if (l->down || l->backoff > 0) {
+    pthread_mutex_lock(&fp->mu);
+    fp->stats.reconnects++;
+    pthread_mutex_unlock(&fp->mu);
   }
   return true;
 }
@@ -220,17 +330,37 @@ static void drop_connection(struct fl_link *l) {
   l->c = NULL;
 }
 
+/* Errors a server gives when it cannot run a script now but will later:
+ * loading its data, busy with a long script, a replica (after a failover,
+ * before the clients' name points at the new primary), a primary without
+ * enough replicas. The call is sent again until its limit. */
+static bool transient(const char *e) {
+  static const char *const words[] = {"LOADING",    "BUSY",       "READONLY",
+                                      "MASTERDOWN", "NOREPLICAS", "TRYAGAIN"};
+  for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+    if (strncmp(e, words[i], strlen(words[i])) == 0 &&
+        (e[strlen(words[i])] == ' ' || e[strlen(words[i])] == '\0'))
+      return true;
+  return false;
+}
+
 int fl_call_locked(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
                    redisReply **out, char *err, size_t len) {
   struct fl_link *l = &fp->link;
   const char *argv[FL_ARGS_MAX + 8];
   size_t lens[FL_ARGS_MAX + 8];
   int n = 0;
+  /* A copy: the background thread may mark the session lost meanwhile
+   * (under mu alone), and a call already bound to it goes as it is. */
+  char sid[sizeof(fp->sid)];
+  pthread_mutex_lock(&fp->mu);
+  memcpy(sid, fp->sid, sizeof(sid));
+  pthread_mutex_unlock(&fp->mu);
   argv[n] = "EVALSHA", lens[n++] = 7;
   argv[n] = NULL, lens[n++] = 40; /* the SHA, set below */
   argv[n] = "1", lens[n++] = 1;
   argv[n] = fp->prefix, lens[n++] = strlen(fp->prefix);
-  argv[n] = fp->sid, lens[n++] = strlen(fp->sid);
+  argv[n] = sid, lens[n++] = strlen(sid);
   argv[n] = fp->steps, lens[n++] = strlen(fp->steps);
   int retry_at = n;
   argv[n] = "0", lens[n++] = 1;
@@ -241,13 +371,28 @@ int fl_call_locked(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
   }
 
   int64_t give_up = cq_now() + fp->timeout_ms;
+  if (a->until < give_up)
+    give_up = a->until;
+  /* One attempt waits this long for its reply: a stalled server is tried
+   * again on a new connection, as a retry. */
+  int64_t per_try = fp->heartbeat_ms > 50 ? fp->heartbeat_ms : 50;
   char why[FL_MSG_MAX] = "";
+  bool sent = false;
   for (int attempt = 0;; attempt++) {
-    if (attempt > 0 && cq_now() >= give_up)
+    int64_t now = cq_now();
+    if (attempt > 0 && now >= give_up)
       break;
-    if (!ensure_connected(fp, why, sizeof(why)))
+    bool late;
+    if (!ensure_connected(fp, give_up, &late, why, sizeof(why))) {
+      if (late)
+        break;
       continue;
-    argv[retry_at] = attempt > 0 ? "1" : "0";
+    }
+    int64_t wait = give_up - cq_now();
+    if (wait > per_try)
+      wait = per_try;
+    (void)redisSetTimeout(l->c, tv_of(wait > 0 ? wait : 1));
+    argv[retry_at] = sent ? "1" : "0";
     bool eval = false;
     redisReply *r;
     for (;;) {
@@ -258,7 +403,8 @@ int fl_call_locked(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
       argv[1] = eval ? text : l->sha[script];
       lens[1] = eval ? tlen : 40;
       l->sent_ms = cq_now();
-      r = redisCommandArgv(l->c, n, argv, lens);
+      sent = true;
+      r = fl_command(l->c, n, argv, lens);
       if (r != NULL && r->type == REDIS_REPLY_ERROR &&
           strncmp(r->str, "NOSCRIPT", 8) == 0 && !eval) {
         freeReplyObject(r);
@@ -279,30 +425,65 @@ int fl_call_locked(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
     if (r == NULL) {
       snprintf(why, sizeof(why), "%s", l->c->errstr);
       drop_connection(l);
+      l->next_connect =
+          cq_now() + fl_backoff_ms(l->backoff++, backoff_cap(fp), fl_random());
       continue;
     }
-    if (r->type == REDIS_REPLY_ERROR) {
-      snprintf(err, len, "the server refused a script: %s", r->str);
+    if (r->type == REDIS_REPLY_ERROR && transient(r->str)) {
+      snprintf(why, sizeof(why), "%s", r->str);
       freeReplyObject(r);
-      return CQ_ESYS;
+      int64_t pause = fl_backoff_ms(l->backoff++, backoff_cap(fp), fl_random());
+      if (cq_now() + pause >= give_up)
+        break;
+      sleep_ms(pause);
+      continue;
+    }
+    l->down = false;
+    l->backoff = 0;
+    l->next_connect = 0;
+    if (r->type == REDIS_REPLY_ERROR) {
+      bool oom = strncmp(r->str, "OOM", 3) == 0;
+      if (oom)
+        snprintf(err, len,
+                 "the server is out of memory (maxmemory, noeviction) and "
+                 "refused the call: %s",
+                 r->str);
+      else
+        snprintf(err, len, "the server refused a script: %s", r->str);
+      freeReplyObject(r);
+      return oom ? CQ_ENOMEM : CQ_ESYS;
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 3) {
       snprintf(err, len, "the server sent an unexpected reply");
       freeReplyObject(r);
       return CQ_ESYS;
     }
-    l->backoff = 0;
     *out = r;
     return 0;
   }
-  snprintf(err, len, "the server cannot be reached within %lld ms: %s",
-           (long long)fp->timeout_ms, why);
-  return CQ_ESYS;
+  l->down = true;
+  char where[FL_MSG_MAX];
+  fl_url_text(fp, where, sizeof(where));
+  snprintf(err, len, "the server at %s cannot be reached: %s", where, why);
+  pthread_mutex_lock(&fp->mu);
+  fp->stats.unavailable++;
+  pthread_mutex_unlock(&fp->mu);
+  return CQ_EUNAVAILABLE;
+}
+
+void fl_url_text(const struct fl_pool *fp, char *buf, size_t len) {
+  if (fp->url.unix_socket)
+    snprintf(buf, len, "unix://%.107s", fp->url.path);
+  else
+    snprintf(buf, len, "%.100s:%d", fp->url.host, fp->url.port);
 }
 
 int fl_call(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
             redisReply **out, char *err, size_t len) {
-  pthread_mutex_lock(&fp->link.mu);
+  if (fl_link_lock(fp, a->until) != 0) {
+    snprintf(err, len, "the connection stayed busy with another call");
+    return FL_ELATE;
+  }
   int rc = fl_call_locked(fp, script, a, out, err, len);
   if (rc != 0)
     pthread_mutex_unlock(&fp->link.mu);

@@ -55,6 +55,8 @@ static void fl_free(struct fl_pool *fp) {
   if (fp->link.c != NULL)
     redisFree(fp->link.c);
   fl_names_free(fp);
+  fl_decls_free(fp);
+  free(fp->deferred);
   free(fp->table);
   free(fp->events);
   pthread_mutex_destroy(&fp->mu);
@@ -188,6 +190,17 @@ fail_session:
 fail:
   fl_free(fp);
   return rc;
+}
+
+int cq_fleet_stats_get(cq_pool *pool, cq_fleet_stats *out) {
+  if (pool == NULL || out == NULL || !cq_fleet_is_fleet(pool))
+    return CQ_EINVAL;
+  struct fl_pool *fp = fl_pool_of(pool);
+  pthread_mutex_lock(&fp->mu);
+  *out = fp->stats;
+  out->max_fence = fp->max_fence;
+  pthread_mutex_unlock(&fp->mu);
+  return 0;
 }
 
 int cq_fleet_is_fleet(const cq_pool *pool) {
@@ -329,6 +342,82 @@ int fl_op_stats_get(cq_pool *pool, cq_pool_stats *out) {
 /* Declarations, capacities, removal                                         */
 /* ------------------------------------------------------------------------ */
 
+void fl_decl_args(const struct fl_pool *fp, const struct fl_decl *d,
+                  struct fl_args *a, char *full, size_t len) {
+  fl_args_init(a);
+  fl_arg_i(a, d->kind);
+  if (d->kind == CQ_KIND_DEVICES) {
+    snprintf(full, len, "%s@%s", d->name, fp->host);
+    fl_arg(a, full);
+  } else {
+    fl_arg(a, d->name);
+  }
+  fl_arg_i(a, d->capacity);
+  fl_arg_i(a, d->flags);
+  fl_arg(a, fp->ns);
+  if (d->kind == CQ_KIND_DEVICES) {
+    fl_arg(a, d->name);
+    fl_arg(a, fp->host);
+    fl_arg(a, d->ids != NULL ? d->ids : "");
+  }
+}
+
+/* The declaration of `name` this process keeps, or NULL (mu held). A
+ * device pool's is kept under its base name ("gpu" for "gpu@<host>"). */
+static struct fl_decl *decl_find(struct fl_pool *fp, const char *name) {
+  for (size_t i = 0; i < fp->n_decls; i++) {
+    struct fl_decl *d = &fp->decls[i];
+    char full[2 * CQ_NAME_MAX + 4];
+    snprintf(full, sizeof(full), "%s@%s", d->name, fp->host);
+    if (strcmp(name, d->name) == 0 ||
+        (d->kind == CQ_KIND_DEVICES && strcmp(name, full) == 0))
+      return d;
+  }
+  return NULL;
+}
+
+void fl_decl_keep(struct fl_pool *fp, const struct fl_decl *d) {
+  pthread_mutex_lock(&fp->mu);
+  struct fl_decl *have = decl_find(fp, d->name);
+  if (have == NULL && fp->n_decls == fp->cap_decls) {
+    size_t cap = fp->cap_decls ? fp->cap_decls * 2 : 8;
+    struct fl_decl *grown = realloc(fp->decls, cap * sizeof(*grown));
+    if (grown != NULL) {
+      fp->decls = grown;
+      fp->cap_decls = cap;
+    }
+  }
+  /* Out of memory: not re-declared after a loss of state, as if another
+   * process had declared it. */
+  if (have == NULL && fp->n_decls < fp->cap_decls) {
+    have = &fp->decls[fp->n_decls];
+    *have = *d;
+    have->ids = NULL;
+    if (d->ids == NULL || (have->ids = strdup(d->ids)) != NULL)
+      fp->n_decls++;
+  }
+  pthread_mutex_unlock(&fp->mu);
+}
+
+void fl_decls_free(struct fl_pool *fp) {
+  for (size_t i = 0; i < fp->n_decls; i++)
+    free(fp->decls[i].ids);
+  free(fp->decls);
+  fp->decls = NULL;
+  fp->n_decls = fp->cap_decls = 0;
+}
+
+/* Declare, and keep the declaration to send again after a loss of state. */
+static int declare(struct fl_pool *fp, const struct fl_decl *d) {
+  struct fl_args a;
+  char full[CQ_NAME_MAX + 2];
+  fl_decl_args(fp, d, &a, full, sizeof(full));
+  int rc = op_simple(fp, FL_S_DECLARE, &a);
+  if (rc == 0)
+    fl_decl_keep(fp, d);
+  return rc;
+}
+
 int fl_op_budget_add(cq_pool *pool, const char *name, int64_t capacity,
                      int kind, unsigned flags) {
   struct fl_pool *fp = fl_pool_of(pool);
@@ -340,14 +429,9 @@ int fl_op_budget_add(cq_pool *pool, const char *name, int64_t capacity,
     return CQ_EINVAL;
   if (capacity < 0 || capacity > CQ_BUDGET_MAX)
     return CQ_ERANGE;
-  struct fl_args a;
-  fl_args_init(&a);
-  fl_arg_i(&a, kind);
-  fl_arg(&a, name);
-  fl_arg_i(&a, capacity);
-  fl_arg_i(&a, flags);
-  fl_arg(&a, fp->ns);
-  return op_simple(fp, FL_S_DECLARE, &a);
+  struct fl_decl d = {.kind = kind, .capacity = capacity, .flags = flags};
+  snprintf(d.name, sizeof(d.name), "%s", name);
+  return declare(fp, &d);
 }
 
 /* The checks cq_devices_add() makes of an id. */
@@ -407,17 +491,10 @@ int fl_op_devices_add(cq_pool *pool, const char *name, size_t count,
       at += (size_t)snprintf(list + at, total - at, "%s%zu", i ? " " : "", i);
   }
   list[at] = '\0';
-  struct fl_args a;
-  fl_args_init(&a);
-  fl_arg_i(&a, CQ_KIND_DEVICES);
-  fl_arg(&a, full);
-  fl_arg_i(&a, (int64_t)count);
-  fl_arg(&a, "0");
-  fl_arg(&a, fp->ns);
-  fl_arg(&a, name);
-  fl_arg(&a, fp->host);
-  fl_arg_n(&a, list, at);
-  int rc = op_simple(fp, FL_S_DECLARE, &a);
+  struct fl_decl d = {
+      .kind = CQ_KIND_DEVICES, .capacity = (int64_t)count, .ids = list};
+  snprintf(d.name, sizeof(d.name), "%s", name);
+  int rc = declare(fp, &d);
   free(list);
   return rc;
 }
@@ -432,14 +509,34 @@ int fl_op_set_capacity(cq_pool *pool, const char *name, int64_t capacity,
   fl_arg(&a, name);
   fl_arg_i(&a, kind);
   fl_arg_i(&a, capacity);
-  return op_simple(fp, FL_S_SETCAP, &a);
+  int rc = op_simple(fp, FL_S_SETCAP, &a);
+  if (rc == 0 && kind != CQ_KIND_DEVICES) {
+    /* Re-declared after a loss of state with the capacity it has now. */
+    pthread_mutex_lock(&fp->mu);
+    struct fl_decl *d = decl_find(fp, name);
+    if (d != NULL)
+      d->capacity = capacity;
+    pthread_mutex_unlock(&fp->mu);
+  }
+  return rc;
 }
 
 int fl_op_resource_remove(cq_pool *pool, const char *name) {
+  struct fl_pool *fp = fl_pool_of(pool);
   struct fl_args a;
   fl_args_init(&a);
   fl_arg(&a, name);
-  return op_simple(fl_pool_of(pool), FL_S_REMOVE, &a);
+  int rc = op_simple(fp, FL_S_REMOVE, &a);
+  if (rc == 0) {
+    pthread_mutex_lock(&fp->mu);
+    struct fl_decl *d = decl_find(fp, name);
+    if (d != NULL) {
+      free(d->ids);
+      *d = fp->decls[--fp->n_decls];
+    }
+    pthread_mutex_unlock(&fp->mu);
+  }
+  return rc;
 }
 
 int fl_op_device_set_online(cq_pool *pool, const char *name, uint32_t index,

@@ -72,6 +72,7 @@ static int intern(struct fl_pool *fp, const redisReply *r, uint32_t *index) {
     return CQ_ENOMEM;
   snprintf(nm->name, sizeof(nm->name), "%s", canon);
   nm->uid = uid;
+  nm->epoch = fp->epoch_gen;
   nm->kind = (uint8_t)fl_reply_int(r, 1);
   uint32_t ndev =
       nm->kind == CQ_KIND_DEVICES ? (uint32_t)fl_reply_int(r, 3) : 0;
@@ -118,6 +119,44 @@ int fl_names_resolve(struct fl_pool *fp, const char *name, uint32_t *index,
   fl_call_done(fp, r);
   fl_ctx_finish(fp, &ctx);
   return rc;
+}
+
+int fl_names_refresh(struct fl_pool *fp, const struct fl_req *r) {
+  int changed = 0;
+  for (uint16_t i = 0; i < r->n; i++) {
+    pthread_mutex_lock(&fp->mu);
+    struct fl_name *nm = fp->names[r->it[i].name];
+    bool stale = nm->epoch != fp->epoch_gen;
+    uint32_t gen = fp->epoch_gen;
+    pthread_mutex_unlock(&fp->mu);
+    if (!stale)
+      continue;
+    struct fl_args a;
+    fl_args_init(&a);
+    a.until = cq_now() + fp->heartbeat_ms;
+    fl_arg(&a, nm->name); /* stable: names live as long as the pool */
+    struct fl_ctx ctx;
+    fl_ctx_init(&ctx);
+    redisReply *rep;
+    char err[FL_MSG_MAX];
+    if (fl_run(fp, FL_S_RESOLVE, &a, false, &rep, &ctx, err, sizeof(err)) !=
+        0) {
+      fl_ctx_finish(fp, &ctx);
+      return changed; /* the acquire meets the same and says so */
+    }
+    pthread_mutex_lock(&fp->mu);
+    /* Not declared again yet: left stale, looked up again next time. */
+    if (fl_reply_status(rep) == 0 &&
+        (int)fl_reply_int(rep, 1) == (int)nm->kind) {
+      nm->uid = (uint32_t)fl_reply_int(rep, 2);
+      nm->epoch = gen;
+      changed++;
+    }
+    pthread_mutex_unlock(&fp->mu);
+    fl_call_done(fp, rep);
+    fl_ctx_finish(fp, &ctx);
+  }
+  return changed;
 }
 
 void fl_args_items(struct fl_pool *fp, struct fl_args *a,

@@ -353,23 +353,48 @@ void fl_apply_outcomes(struct fl_pool *fp, const redisReply *r, size_t from,
 /* Sessions                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* A new session id (link.mu held; mu taken: the background thread reads
- * it under mu). */
-static void new_sid(struct fl_pool *fp) {
+/* A new session id. */
+static void new_sid(char *sid, size_t len) {
   uint64_t x = 0;
   if (getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x))
     x = (uint64_t)cq_now() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
-  pthread_mutex_lock(&fp->mu);
-  snprintf(fp->sid, sizeof(fp->sid), "%012" PRIx64,
-           (uint64_t)(x & UINT64_C(0xffffffffffff)));
-  pthread_mutex_unlock(&fp->mu);
+  snprintf(sid, len, "%012" PRIx64, (uint64_t)(x & UINT64_C(0xffffffffffff)));
+}
+
+/* A fencing counter behind one this process saw: writes were lost (a
+ * failover to a replica that missed them). mu held. */
+static void fence_check(struct fl_pool *fp, uint64_t server_fence) {
+  if (server_fence < fp->max_fence)
+    fp->stats.rollbacks++;
+}
+
+/* Send the declarations this process made again, after the server lost
+ * the namespace's state (link.mu held). Failures are left: a conflicting
+ * one (another process re-declared first, with another value) is that
+ * process's, and a request on a resource missing fails as it would. */
+static void redeclare_locked(struct fl_pool *fp) {
+  for (size_t i = 0; i < fp->n_decls; i++) {
+    struct fl_args a;
+    char full[CQ_NAME_MAX + 2];
+    fl_decl_args(fp, &fp->decls[i], &a, full, sizeof(full));
+    redisReply *r;
+    char err[FL_MSG_MAX];
+    if (fl_call_locked(fp, FL_S_DECLARE, &a, &r, err, sizeof(err)) == 0)
+      freeReplyObject(r);
+  }
 }
 
 /* Open a session on the server (link.mu held). */
-static int open_locked(struct fl_pool *fp, char *err, size_t len) {
-  new_sid(fp);
+static int open_locked(struct fl_pool *fp, int64_t until, char *err,
+                       size_t len) {
+  char sid[sizeof(fp->sid)];
+  new_sid(sid, sizeof(sid));
+  pthread_mutex_lock(&fp->mu);
+  memcpy(fp->sid, sid, sizeof(sid));
+  pthread_mutex_unlock(&fp->mu);
   struct fl_args a;
   fl_args_init(&a);
+  a.until = until;
   fl_arg(&a, "1"); /* schema */
   fl_arg(&a, (fp->opts.flags & CQ_POOL_STAGED_CLAIMS) ? "1" : "0");
   fl_arg(&a, fp->host);
@@ -377,62 +402,164 @@ static int open_locked(struct fl_pool *fp, char *err, size_t len) {
   fl_arg_i(&a, fp->ttl_ms);
   fl_arg(&a, (fp->opts.fleet_flags & CQ_FLEET_AUDIT) ? "1" : "0");
   fl_arg(&a, fp->ns);
+  fl_arg(&a, fp->epoch);
+  fl_arg_i(&a, (int64_t)fp->max_fence);
   redisReply *r;
   int rc = fl_call_locked(fp, FL_S_OPEN, &a, &r, err, len);
-  if (rc != 0)
-    return rc;
-  int st = fl_reply_status(r);
-  if (st == FL_R_OWED) {
+  if (rc == 0 && fl_reply_status(r) == FL_R_OWED) {
     /* Not yet done: another process's script left work, which this one
      * cannot settle without a session. Try again shortly. */
     freeReplyObject(r);
-    return FL_R_OWED;
-  }
-  if (st != FL_R_OK) {
+    rc = FL_R_OWED;
+  } else if (rc == 0 && fl_reply_status(r) != FL_R_OK) {
+    int st = fl_reply_status(r);
     snprintf(err, len, "%s", fl_reply_value(r, 0));
     freeReplyObject(r);
-    return st < 0 ? st : CQ_ESYS;
+    rc = st < 0 ? st : CQ_ESYS;
+  }
+  if (rc != 0) {
+    pthread_mutex_lock(&fp->mu);
+    fp->sid[0] = '\0';
+    pthread_mutex_unlock(&fp->mu);
+    return rc;
   }
   int64_t sent = fp->link.sent_ms;
-  freeReplyObject(r);
+  const char *epoch = fl_reply_value(r, 1);
   pthread_mutex_lock(&fp->mu);
+  bool recreated = fp->epoch[0] != '\0' && strcmp(epoch, fp->epoch) != 0;
+  snprintf(fp->epoch, sizeof(fp->epoch), "%s", epoch);
+  if (recreated) {
+    fp->stats.state_losses++;
+    fp->epoch_gen++;
+  }
+  fence_check(fp, (uint64_t)fl_reply_int(r, 2));
+  fp->stats.quarantine_ms = fl_reply_int(r, 3);
+  fp->stats.sessions++;
   fp->gen++;
   fp->inbox_seen = 0;
   fp->deadline_ms = sent + fp->ttl_ms - fp->margin_ms;
   fp->next_hb_ms = sent + fp->heartbeat_ms;
   fp->fetch_due = true;
   pthread_mutex_unlock(&fp->mu);
+  freeReplyObject(r);
+  if (recreated)
+    redeclare_locked(fp);
   fl_bg_kick(fp);
   return 0;
 }
 
+/* Open a session, settling owed work first (link.mu held). */
+static int open_settled(struct fl_pool *fp, int64_t until, char *err,
+                        size_t len) {
+  int rc;
+  for (int i = 0;
+       (rc = open_locked(fp, until, err, len)) == FL_R_OWED && i < 100; i++) {
+  }
+  return rc == FL_R_OWED ? CQ_EUNAVAILABLE : rc;
+}
+
 int fl_session_open(struct fl_pool *fp, char *err, size_t len) {
   pthread_mutex_lock(&fp->link.mu);
-  int rc;
-  for (int i = 0; (rc = open_locked(fp, err, len)) == FL_R_OWED && i < 100;
-       i++) {
-  }
+  int rc = open_settled(fp, CQ_NEVER, err, len);
   pthread_mutex_unlock(&fp->link.mu);
-  return rc == FL_R_OWED ? CQ_ESYS : rc;
+  return rc;
+}
+
+void fl_grant_lost(struct fl_pool *fp, struct fl_grant *g, const char *why) {
+  fl_held_unlink(fp, g);
+  g->lost = true;
+  fl_gstate_set(g, FL_G_IDLE);
+  g->status = CQ_EUNAVAILABLE;
+  fl_msgf(fl_gmsg(g), "fleet: lease lost: %s", why);
+  fp->stats.leases_lost++;
+  fl_event(fp, CQ_EVENT_LOST, g, NULL, 0);
 }
 
 void fl_session_lost(struct fl_pool *fp, const char *why, struct fl_ctx *ctx) {
-  while (fp->held.next != &fp->held) {
-    struct fl_grant *g = fp->held.next;
-    fl_held_unlink(fp, g);
-    g->lost = true;
-    fl_gstate_set(g, FL_G_IDLE);
-    g->status = CQ_ESYS;
-    fl_msgf(fl_gmsg(g), "fleet: lease lost: %s", why);
-    fl_event(fp, CQ_FLEET_EVENT_LOST, g, NULL, 0);
-  }
+  while (fp->held.next != &fp->held)
+    fl_grant_lost(fp, fp->held.next, why);
   for (size_t i = 0; i < fp->table_cap; i++)
     while (fp->table[i] != NULL) {
       char msg[FL_MSG_MAX];
       fl_msgf(msg, "fleet: session lost while waiting: %s", why);
-      fl_grant_decide(fp, fp->table[i], CQ_ESYS, NULL, msg, ctx);
+      fl_grant_decide(fp, fp->table[i], CQ_EUNAVAILABLE, NULL, msg, ctx);
     }
   fp->deadline_ms = CQ_NEVER;
+  /* The old session is ended on the server once it can be reached (its
+   * units come back at once if it is still there); its deferred releases
+   * go with it. */
+  if (fp->sid[0] != '\0' && fp->ended_sid[0] == '\0')
+    memcpy(fp->ended_sid, fp->sid, sizeof(fp->sid));
+  fp->sid[0] = '\0';
+  fp->n_deferred = 0;
+  fp->next_open_ms = cq_now();
+}
+
+bool fl_session_dead(const struct fl_pool *fp) {
+  int64_t d = atomic_load(&fp->deadline_ms);
+  return d == CQ_NEVER || cq_now() >= d;
+}
+
+void fl_session_check(struct fl_pool *fp, struct fl_ctx *ctx) {
+  if (fp->sid[0] != '\0' && cq_now() >= fp->deadline_ms)
+    fl_session_lost(fp, "no heartbeat was answered within the TTL", ctx);
+}
+
+bool fl_defer_release(struct fl_pool *fp, const struct fl_grant *g) {
+  if (g->gen != fp->gen)
+    return true; /* its session is gone, and its lease with it */
+  if (fp->n_deferred == fp->cap_deferred) {
+    size_t cap = fp->cap_deferred ? fp->cap_deferred * 2 : 16;
+    char(*grown)[40] = realloc(fp->deferred, cap * sizeof(*grown));
+    if (grown == NULL)
+      return false;
+    fp->deferred = grown;
+    fp->cap_deferred = cap;
+  }
+  memcpy(fp->deferred[fp->n_deferred++], g->id, sizeof(g->id));
+  fp->deferred_gen = g->gen;
+  return true;
+}
+
+/* End a session lost here, if the server still has it (link.mu held). */
+static void end_old_locked(struct fl_pool *fp, int64_t until,
+                           struct fl_ctx *ctx) {
+  pthread_mutex_lock(&fp->mu);
+  char old[sizeof(fp->ended_sid)];
+  memcpy(old, fp->ended_sid, sizeof(old));
+  pthread_mutex_unlock(&fp->mu);
+  if (old[0] == '\0')
+    return;
+  struct fl_args a;
+  fl_args_init(&a);
+  a.until = until;
+  fl_arg(&a, old);
+  redisReply *r;
+  char err[FL_MSG_MAX];
+  if (fl_call_locked(fp, FL_S_END, &a, &r, err, sizeof(err)) == 0) {
+    fl_apply_outcomes(fp, r, 3 + fl_reply_nvalues(r), ctx);
+    freeReplyObject(r);
+    pthread_mutex_lock(&fp->mu);
+    if (strcmp(fp->ended_sid, old) == 0)
+      fp->ended_sid[0] = '\0';
+    pthread_mutex_unlock(&fp->mu);
+  }
+}
+
+/* A session, opening one when the last was lost (link.mu held): 0, or the
+ * reason in err. Not before the backoff allows, unless `now_ok`. */
+static int session_ensure_locked(struct fl_pool *fp, int64_t until,
+                                 struct fl_ctx *ctx, char *err, size_t len) {
+  pthread_mutex_lock(&fp->mu);
+  bool have = fp->sid[0] != '\0';
+  pthread_mutex_unlock(&fp->mu);
+  if (have)
+    return 0;
+  int rc = open_settled(fp, until, err, len);
+  if (rc != 0)
+    return rc;
+  end_old_locked(fp, until, ctx);
+  return 0;
 }
 
 /*
@@ -443,38 +570,200 @@ void fl_session_lost(struct fl_pool *fp, const char *why, struct fl_ctx *ctx) {
  */
 static void recover_locked(struct fl_pool *fp, const char *why,
                            struct fl_ctx *ctx) {
-  char old[sizeof(fp->sid)];
-  memcpy(old, fp->sid, sizeof(old));
   pthread_mutex_lock(&fp->mu);
-  fl_session_lost(fp, why, ctx);
+  if (fp->sid[0] != '\0')
+    fl_session_lost(fp, why, ctx);
   pthread_mutex_unlock(&fp->mu);
   char err[FL_MSG_MAX];
-  if (open_locked(fp, err, sizeof(err)) != 0)
-    return; /* the background thread tries again */
-  struct fl_args a;
-  fl_args_init(&a);
-  fl_arg(&a, old);
-  redisReply *r;
-  if (fl_call_locked(fp, FL_S_END, &a, &r, err, sizeof(err)) == 0) {
+  /* On failure the background thread tries again. */
+  (void)session_ensure_locked(fp, cq_now() + fp->heartbeat_ms, ctx, err,
+                              sizeof(err));
+}
+
+/* Whether `id` is among n reply values from `at`. */
+static bool listed_in(const redisReply *r, size_t at, size_t n,
+                      const char *id) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(fl_reply_value(r, at + i), id) == 0)
+      return true;
+  return false;
+}
+
+/* What a heartbeat found that this process does not know, to end. */
+struct strays {
+  char (*ids)[40];
+  size_t n_leases, n_waiters, cap;
+};
+
+static void stray_add(struct strays *s, const char *id) {
+  if (s->n_leases + s->n_waiters == s->cap) {
+    size_t cap = s->cap ? s->cap * 2 : 8;
+    char(*grown)[40] = realloc(s->ids, cap * sizeof(*grown));
+    if (grown == NULL)
+      return; /* the next full check finds it again */
+    s->ids = grown;
+    s->cap = cap;
+  }
+  snprintf(s->ids[s->n_leases + s->n_waiters], 40, "%s", id);
+}
+
+/*
+ * Compare what the server has for the session (leases at `la`, waiters at
+ * `wa`) with what this process knows, after the inbox was applied. A
+ * lease or waiter here that the server lacks was lost by a failover to a
+ * replica that missed writes: the lease is lost, the waiter fails. One
+ * there that this process does not know is a call whose reply it never
+ * got: it goes in `s`, to be ended. mu held.
+ */
+static void reconcile(struct fl_pool *fp, const redisReply *r, size_t la,
+                      size_t nl, size_t wa, size_t nw, struct strays *s,
+                      struct fl_ctx *ctx) {
+  size_t here_l = 0;
+  for (struct fl_grant *g = fp->held.next; g != &fp->held; g = g->next)
+    here_l++;
+  bool full =
+      fp->doubt || here_l != nl || fp->n_waiting != nw || fp->n_deferred > 0;
+  if (!full)
+    return;
+  bool rolled = false;
+  for (struct fl_grant *g = fp->held.next, *next; g != &fp->held; g = next) {
+    next = g->next;
+    if (!listed_in(r, la, nl, g->id)) {
+      fl_grant_lost(fp, g, "the server no longer has it (a failover lost it)");
+      rolled = true;
+    }
+  }
+  for (size_t i = 0; i < fp->table_cap; i++)
+    for (struct fl_grant *g = fp->table[i], *next; g != NULL; g = next) {
+      next = g->hnext;
+      if (!listed_in(r, wa, nw, g->id)) {
+        fl_grant_decide(fp, g, CQ_EUNAVAILABLE, NULL,
+                        "fleet: the server no longer has this waiter (a "
+                        "failover lost it)",
+                        ctx);
+        rolled = true;
+      }
+    }
+  if (rolled)
+    fp->stats.rollbacks++;
+  for (size_t i = 0; i < nl; i++) {
+    const char *id = fl_reply_value(r, la + i);
+    bool known = false;
+    for (struct fl_grant *g = fp->held.next; g != &fp->held && !known;
+         g = g->next)
+      known = strcmp(g->id, id) == 0;
+    for (size_t k = 0; k < fp->n_deferred && !known; k++)
+      known = strcmp(fp->deferred[k], id) == 0;
+    if (!known) {
+      stray_add(s, id);
+      s->n_leases++;
+    }
+  }
+  for (size_t i = 0; i < nw; i++) {
+    const char *id = fl_reply_value(r, wa + i);
+    const char *dot = strrchr(id, '.');
+    struct fl_grant *g =
+        dot != NULL ? fl_table_get(fp, strtoull(dot + 1, NULL, 10)) : NULL;
+    if (g == NULL || strcmp(g->id, id) != 0) {
+      stray_add(s, id);
+      s->n_waiters++;
+    }
+  }
+  fp->doubt = false;
+}
+
+/* End the leases and waiters a heartbeat found that this process does not
+ * know, and send the releases that could not reach the server before
+ * (link.mu held). */
+static void strays_end(struct fl_pool *fp, struct strays *s,
+                       struct fl_ctx *ctx) {
+  char err[FL_MSG_MAX];
+  for (size_t i = 0; i < s->n_leases + s->n_waiters; i++) {
+    struct fl_args a;
+    fl_args_init(&a);
+    a.until = cq_now() + fp->heartbeat_ms;
+    bool lease = i < s->n_leases;
+    if (!lease)
+      fl_arg_i(&a, CQ_ECANCELED);
+    fl_arg(&a, s->ids[i]);
+    redisReply *r;
+    if (fl_call_locked(fp, lease ? FL_S_RELEASE : FL_S_ABORT, &a, &r, err,
+                       sizeof(err)) != 0) {
+      pthread_mutex_lock(&fp->mu);
+      fp->doubt = true; /* found again by the next heartbeat */
+      pthread_mutex_unlock(&fp->mu);
+      break;
+    }
     fl_apply_outcomes(fp, r, 3 + fl_reply_nvalues(r), ctx);
     freeReplyObject(r);
+    pthread_mutex_lock(&fp->mu);
+    fp->stats.reconciled++;
+    pthread_mutex_unlock(&fp->mu);
+  }
+  free(s->ids);
+}
+
+/* Send the deferred releases (link.mu held). */
+static void deferred_send(struct fl_pool *fp, struct fl_ctx *ctx) {
+  char err[FL_MSG_MAX];
+  for (;;) {
+    pthread_mutex_lock(&fp->mu);
+    if (fp->n_deferred == 0 || fp->deferred_gen != fp->gen) {
+      fp->n_deferred = 0;
+      pthread_mutex_unlock(&fp->mu);
+      return;
+    }
+    struct fl_args a;
+    fl_args_init(&a);
+    a.until = cq_now() + fp->heartbeat_ms;
+    char id[40];
+    memcpy(id, fp->deferred[fp->n_deferred - 1], sizeof(id));
+    pthread_mutex_unlock(&fp->mu);
+    fl_arg(&a, id);
+    redisReply *r;
+    if (fl_call_locked(fp, FL_S_RELEASE, &a, &r, err, sizeof(err)) != 0)
+      return;
+    fl_apply_outcomes(fp, r, 3 + fl_reply_nvalues(r), ctx);
+    freeReplyObject(r);
+    pthread_mutex_lock(&fp->mu);
+    if (fp->n_deferred > 0 &&
+        strcmp(fp->deferred[fp->n_deferred - 1], id) == 0) {
+      fp->n_deferred--;
+      fp->stats.deferred++;
+    }
+    pthread_mutex_unlock(&fp->mu);
   }
 }
 
+/* The values of a heartbeat's reply (see src/fleet/lua/heartbeat.lua). */
+enum { HB_MORE, HB_HEAD, HB_FENCE, HB_EPOCH, HB_NLEASES };
+
 /* One heartbeat: extend the session, fetch the inbox, reclaim what dead
- * sessions hold (when `reap`). link.mu held. */
-static int heartbeat_locked(struct fl_pool *fp, bool reap, struct fl_ctx *ctx,
-                            char *err, size_t len) {
+ * sessions hold (when `reap`), and (when `check`: not while a caller has
+ * a reply of its own still to apply) compare what the server has for the
+ * session with what this process knows. link.mu held. */
+static int heartbeat_locked(struct fl_pool *fp, bool reap, bool check,
+                            struct fl_ctx *ctx, char *err, size_t len) {
+  int rc =
+      session_ensure_locked(fp, cq_now() + fp->heartbeat_ms, ctx, err, len);
+  if (rc != 0)
+    return rc;
+  if (check)
+    deferred_send(fp, ctx);
   for (int tries = 0; tries < 1000; tries++) {
     struct fl_args a;
     fl_args_init(&a);
     pthread_mutex_lock(&fp->mu);
+    /* Not past the local deadline: a stalled server cannot hold up the
+     * lost-lease events. */
+    a.until = fp->deadline_ms;
     fl_arg_i(&a, (int64_t)fp->inbox_seen);
-    pthread_mutex_unlock(&fp->mu);
     fl_arg(&a, "1");
     fl_arg(&a, reap ? "1" : "0");
+    fl_arg_i(&a, (int64_t)fp->max_fence);
+    pthread_mutex_unlock(&fp->mu);
     redisReply *r;
-    int rc = fl_call_locked(fp, FL_S_HEARTBEAT, &a, &r, err, len);
+    rc = fl_call_locked(fp, FL_S_HEARTBEAT, &a, &r, err, len);
     if (rc != 0)
       return rc;
     int st = fl_reply_status(r);
@@ -482,36 +771,51 @@ static int heartbeat_locked(struct fl_pool *fp, bool reap, struct fl_ctx *ctx,
       freeReplyObject(r);
       continue;
     }
-    if (st == FL_R_NOSESSION) {
+    if (st == FL_R_NOSESSION || st == FL_R_NONS) {
       freeReplyObject(r);
-      recover_locked(fp, "the server expired the session", ctx);
+      recover_locked(fp,
+                     st == FL_R_NONS ? "the server lost the namespace's state"
+                                     : "the server expired the session",
+                     ctx);
       return 0;
     }
     if (st != FL_R_OK) {
-      snprintf(err, len, "the namespace's state is gone from the server");
+      snprintf(err, len, "the server refused a heartbeat");
       freeReplyObject(r);
       return CQ_ESYS;
     }
     int64_t sent = fp->link.sent_ms;
-    bool more = fl_reply_int(r, 0) != 0;
-    uint64_t head = (uint64_t)fl_reply_int(r, 1);
+    bool more = fl_reply_int(r, HB_MORE) != 0;
+    uint64_t head = (uint64_t)fl_reply_int(r, HB_HEAD);
     size_t n = fl_reply_nvalues(r);
+    size_t nl = (size_t)fl_reply_int(r, HB_NLEASES);
+    size_t la = HB_NLEASES + 1;
+    size_t nw = la + nl < n ? (size_t)fl_reply_int(r, la + nl) : 0;
+    size_t wa = la + nl + 1;
+    size_t ia = wa + nw;
+    struct strays s = {0};
     pthread_mutex_lock(&fp->mu);
-    for (size_t i = 2; i < n; i++) {
-      uint64_t seq = head + i - 2;
+    for (size_t i = ia; i < n; i++) {
+      uint64_t seq = head + i - ia;
       if (seq > fp->inbox_seen) {
         fl_apply_outcome(fp, fl_reply_value(r, i), ctx);
         fp->inbox_seen = seq;
       }
     }
+    fence_check(fp, (uint64_t)fl_reply_int(r, HB_FENCE));
+    if (check && ia <= n)
+      reconcile(fp, r, la, nl, wa, nw, &s, ctx);
     if (fp->deadline_ms != CQ_NEVER)
       fp->deadline_ms = sent + fp->ttl_ms - fp->margin_ms;
     /* Dead sessions left to reclaim: the next heartbeat at once. */
     fp->next_hb_ms = more ? sent : sent + fp->heartbeat_ms;
     fp->fetch_due = false;
+    fp->beats++;
     bool owed = fl_reply_owed(r);
     pthread_mutex_unlock(&fp->mu);
     freeReplyObject(r);
+    if (s.n_leases + s.n_waiters > 0 || s.ids != NULL)
+      strays_end(fp, &s, ctx);
     if (!owed)
       return 0;
   }
@@ -524,14 +828,48 @@ _Atomic uint64_t cq__fleet_settles;
 
 int fl_settle(struct fl_pool *fp, struct fl_ctx *ctx, char *err, size_t len) {
   atomic_fetch_add(&cq__fleet_settles, 1);
-  return heartbeat_locked(fp, false, ctx, err, len);
+  return heartbeat_locked(fp, false, false, ctx, err, len);
+}
+
+/* Scripts that act for the session: without one they cannot run. */
+static bool needs_session(enum fl_script s) {
+  return s == FL_S_ACQUIRE || s == FL_S_RELEASE || s == FL_S_PART ||
+         s == FL_S_ABORT || s == FL_S_HEARTBEAT || s == FL_S_CLOSE;
 }
 
 int fl_run(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
            bool session_bound, redisReply **out, struct fl_ctx *ctx, char *err,
            size_t len) {
-  pthread_mutex_lock(&fp->link.mu);
+  if (fl_link_lock(fp, a->until) != 0) {
+    char where[FL_MSG_MAX];
+    fl_url_text(fp, where, sizeof(where));
+    snprintf(err, len,
+             "the server at %s cannot be reached in time (the connection "
+             "stayed busy with another call)",
+             where);
+    pthread_mutex_lock(&fp->mu);
+    fp->stats.unavailable++;
+    pthread_mutex_unlock(&fp->mu);
+    return CQ_EUNAVAILABLE;
+  }
   int rc;
+  if (needs_session(script)) {
+    pthread_mutex_lock(&fp->mu);
+    fl_session_check(fp, ctx);
+    bool have = fp->sid[0] != '\0';
+    pthread_mutex_unlock(&fp->mu);
+    if (!have) {
+      rc = session_ensure_locked(fp, a->until, ctx, err, len);
+      if (rc == 0 && session_bound) {
+        snprintf(err, len, "the session was lost");
+        rc = FL_ESESSION;
+      }
+      if (rc != 0) {
+        pthread_mutex_unlock(&fp->link.mu);
+        return rc;
+      }
+    }
+  }
   for (int tries = 0;; tries++) {
     redisReply *r;
     rc = fl_call_locked(fp, script, a, &r, err, len);
@@ -544,22 +882,28 @@ int fl_run(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
         break;
       continue;
     }
-    if (st == FL_R_NOSESSION && tries < 3) {
+    if ((st == FL_R_NOSESSION || st == FL_R_NONS) && tries < 3) {
       freeReplyObject(r);
-      recover_locked(fp, "the server expired the session", ctx);
-      if (session_bound) {
-        snprintf(err, len, "the session expired on the server");
-        rc = FL_ESESSION;
+      recover_locked(fp,
+                     st == FL_R_NONS ? "the server lost the namespace's state"
+                                     : "the server expired the session",
+                     ctx);
+      pthread_mutex_lock(&fp->mu);
+      bool have = fp->sid[0] != '\0';
+      pthread_mutex_unlock(&fp->mu);
+      if (session_bound || !have) {
+        snprintf(err, len, "the session was lost: %s",
+                 st == FL_R_NONS ? "the server lost the namespace's state"
+                                 : "the server expired it");
+        rc = have ? FL_ESESSION : CQ_EUNAVAILABLE;
         break;
       }
       continue;
     }
     if (st == FL_R_NONS || st == FL_R_OWED || st == FL_R_NOSESSION) {
-      snprintf(err, len,
-               st == FL_R_NONS ? "the namespace's state is gone from the server"
-                               : "the server keeps refusing this call");
+      snprintf(err, len, "the server keeps refusing this call");
       freeReplyObject(r);
-      rc = CQ_ESYS;
+      rc = CQ_EUNAVAILABLE;
       break;
     }
     fl_apply_outcomes(fp, r, 3 + fl_reply_nvalues(r), ctx);
@@ -594,16 +938,19 @@ static void subscribe(struct fl_pool *fp) {
     redisFree(fp->sub);
     fp->sub = NULL;
   }
-  char err[FL_MSG_MAX];
-  redisContext *c = fl_connect(fp, err, sizeof(err));
-  if (c == NULL)
-    return;
   char ch[sizeof(fp->sub_channel)];
   pthread_mutex_lock(&fp->mu);
   snprintf(ch, sizeof(ch), "%sch:%s", fp->prefix, fp->sid);
+  bool have = fp->sid[0] != '\0';
   pthread_mutex_unlock(&fp->mu);
+  if (!have)
+    return;
+  char err[FL_MSG_MAX];
+  redisContext *c = fl_connect(fp, fp->heartbeat_ms, err, sizeof(err));
+  if (c == NULL)
+    return;
   const char *argv[2] = {"SUBSCRIBE", ch};
-  redisReply *r = redisCommandArgv(c, 2, argv, NULL);
+  redisReply *r = fl_command(c, 2, argv, NULL);
   if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
     if (r != NULL)
       freeReplyObject(r);
@@ -639,7 +986,14 @@ static bool read_messages(struct fl_pool *fp, struct fl_ctx *ctx) {
     if (m->type == REDIS_REPLY_ARRAY && m->elements == 3 &&
         m->element[2]->type == REDIS_REPLY_STRING &&
         strcmp(m->element[0]->str, "message") == 0) {
-      pthread_mutex_lock(&fp->link.mu);
+      /* Not past the local deadline; the inbox has what is left here. */
+      if (fl_link_lock(fp, atomic_load(&fp->deadline_ms)) != 0) {
+        pthread_mutex_lock(&fp->mu);
+        fp->fetch_due = true;
+        pthread_mutex_unlock(&fp->mu);
+        freeReplyObject(reply);
+        continue;
+      }
       pthread_mutex_lock(&fp->mu);
       for (char *line = m->element[2]->str, *end; line != NULL;
            line = end != NULL ? end + 1 : NULL) {
@@ -671,7 +1025,8 @@ static void *bg_main(void *arg) {
       break;
     }
     int64_t now = cq_now();
-    int64_t wake = fp->next_hb_ms;
+    bool have = fp->sid[0] != '\0';
+    int64_t wake = have ? fp->next_hb_ms : fp->next_open_ms;
     if (fp->deadline_ms < wake)
       wake = fp->deadline_ms;
     if (!(fp->opts.flags & CQ_POOL_MANUAL_TIMERS)) {
@@ -684,7 +1039,7 @@ static void *bg_main(void *arg) {
     snprintf(want, sizeof(want), "%sch:%s", fp->prefix, fp->sid);
     pthread_mutex_unlock(&fp->mu);
 
-    if ((fp->sub == NULL || strcmp(want, fp->sub_channel) != 0) &&
+    if (have && (fp->sub == NULL || strcmp(want, fp->sub_channel) != 0) &&
         now >= sub_retry) {
       subscribe(fp);
       if (fp->sub == NULL)
@@ -712,23 +1067,28 @@ static void *bg_main(void *arg) {
       pthread_mutex_unlock(&fp->mu);
     }
     now = cq_now();
+    /* The local deadline is kept with mu alone, so that a call stalled on
+     * the connection cannot delay the lost-lease events past it. */
     pthread_mutex_lock(&fp->mu);
-    bool lost = now >= fp->deadline_ms;
-    bool beat = now >= fp->next_hb_ms;
-    due = fp->fetch_due;
+    fl_session_check(fp, &ctx);
+    have = fp->sid[0] != '\0';
+    bool reopen = !have && now >= fp->next_open_ms;
+    bool beat = have && now >= fp->next_hb_ms;
+    due = have && fp->fetch_due;
+    int64_t until = have ? fp->deadline_ms : now + fp->heartbeat_ms;
     pthread_mutex_unlock(&fp->mu);
-    if (lost) {
-      pthread_mutex_lock(&fp->link.mu);
-      recover_locked(fp, "no heartbeat was answered within the TTL", &ctx);
+    fl_ctx_finish(fp, &ctx);
+    if ((reopen || beat || due) && fl_link_lock(fp, until) == 0) {
+      int rc = heartbeat_locked(fp, beat, true, &ctx, err, sizeof(err));
       pthread_mutex_unlock(&fp->link.mu);
-    } else if (beat || due) {
-      pthread_mutex_lock(&fp->link.mu);
-      if (heartbeat_locked(fp, beat, &ctx, err, sizeof(err)) != 0) {
+      if (rc != 0) {
         pthread_mutex_lock(&fp->mu);
-        fp->next_hb_ms = now + fp->heartbeat_ms / 4 + 1;
+        if (fp->sid[0] != '\0')
+          fp->next_hb_ms = now + fp->heartbeat_ms / 4 + 1;
+        else
+          fp->next_open_ms = now + fp->heartbeat_ms / 4 + 1;
         pthread_mutex_unlock(&fp->mu);
       }
-      pthread_mutex_unlock(&fp->link.mu);
     }
     if (!(fp->opts.flags & CQ_POOL_MANUAL_TIMERS))
       expire_callbacks(fp, &ctx);

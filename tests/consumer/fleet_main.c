@@ -11,7 +11,7 @@ int main(void) {
   cq_pool *pool = NULL;
   int rc = cq_fleet_open(&pool, "unix:///nonexistent/cronoq-consumer.sock",
                          "consumer", &opts);
-  if (rc != CQ_ESYS || pool != NULL ||
+  if (rc != CQ_EUNAVAILABLE || pool != NULL ||
       strstr(cq_fleet_error(), "cronoq-consumer.sock") == NULL)
     return 1;
   printf("fleet consumer ok, libcronoq %s: %s\n", cq_version_string(),

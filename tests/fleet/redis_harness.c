@@ -6,6 +6,7 @@
 #include "redis_harness.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <hiredis/hiredis.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -85,6 +86,10 @@ void cqr_start(struct cqr_server *s, const char *const *extra) {
   }
   snprintf(s->sock, sizeof(s->sock), "%s/redis.sock", s->dir);
   snprintf(s->url, sizeof(s->url), "unix://%s", s->sock);
+  cqr_launch(s, extra);
+}
+
+void cqr_launch(struct cqr_server *s, const char *const *extra) {
   const char *argv[64];
   int n = 0;
   argv[n++] = "redis-server";
@@ -124,7 +129,10 @@ void cqr_start(struct cqr_server *s, const char *const *extra) {
     _exit(127);
   }
   s->pid = pid;
-  if (n_started < MAX_SERVERS) {
+  bool known = false;
+  for (int i = 0; i < n_started; i++)
+    known = known || started[i] == s;
+  if (!known && n_started < MAX_SERVERS) {
     if (n_started == 0)
       atexit(stop_all);
     started[n_started++] = s;
@@ -146,27 +154,46 @@ void cqr_start(struct cqr_server *s, const char *const *extra) {
   exit(1);
 }
 
-void cqr_stop(struct cqr_server *s) {
-  if (s->pid > 0) {
-    kill(s->pid, SIGTERM);
-    int status;
-    int i;
-    for (i = 0; i < 500 && waitpid(s->pid, &status, WNOHANG) == 0; i++)
-      sleep_ms(10);
-    if (i == 500) {
-      kill(s->pid, SIGKILL);
-      waitpid(s->pid, &status, 0);
-    }
-    s->pid = 0;
+void cqr_kill(struct cqr_server *s, int sig) {
+  if (s->pid <= 0)
+    return;
+  kill(s->pid, sig);
+  if (sig == SIGSTOP || sig == SIGCONT)
+    return;
+  int status;
+  /* Bounded: 10 s, then SIGKILL. */
+  int i;
+  for (i = 0; i < 1000 && waitpid(s->pid, &status, WNOHANG) == 0; i++)
+    sleep_ms(10);
+  if (i == 1000) {
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, &status, 0);
   }
+  s->pid = 0;
+  unlink(s->sock);
+}
+
+void cqr_restart(struct cqr_server *s, const char *const *extra) {
+  cqr_kill(s, SIGKILL);
+  cqr_launch(s, extra);
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag,
+                      struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  remove(path);
+  return 0;
+}
+
+void cqr_stop(struct cqr_server *s) {
+  cqr_kill(s, SIGTERM);
   if (s->dir[0] != '\0') {
-    char path[400];
-    const char *files[] = {"redis.sock", "redis.log", "dump.rdb"};
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-      snprintf(path, sizeof(path), "%s/%s", s->dir, files[i]);
-      unlink(path);
-    }
-    rmdir(s->dir);
+    /* Everything it wrote (the AOF directory too), and links the tests
+     * made; never outside the directory (FTW_PHYS: links are not
+     * followed). */
+    nftw(s->dir, remove_one, 8, FTW_DEPTH | FTW_PHYS);
     s->dir[0] = '\0';
   }
 }

@@ -31,6 +31,18 @@ int cqr_available(void);
  * when redis-server is absent, 1 when it does not come up. */
 void cqr_start(struct cqr_server *s, const char *const *extra);
 
+/* Start the server again in s->dir, on the same socket (what it wrote
+ * there, an AOF, is kept); extra as for cqr_start(). */
+void cqr_launch(struct cqr_server *s, const char *const *extra);
+
+/* Send `sig` to the server: SIGSTOP and SIGCONT only that; any other
+ * signal waits for it to exit (bounded) and keeps its directory, for
+ * cqr_launch(). */
+void cqr_kill(struct cqr_server *s, int sig);
+
+/* cqr_kill(SIGKILL), then cqr_launch(): a crash and a restart. */
+void cqr_restart(struct cqr_server *s, const char *const *extra);
+
 /* Stop it (SIGTERM, then SIGKILL after a bounded wait) and remove its
  * directory. Idempotent; also runs at exit for every server started. */
 void cqr_stop(struct cqr_server *s);

@@ -44,6 +44,7 @@ from ._errors import (
     SystemCallFailed,
     Timeout,
     TooMany,
+    Unavailable,
     UnknownResource,
     WrongPool,
 )
@@ -72,6 +73,6 @@ __all__ = [
     "GpuList", "Grant", "InUse", "InvalidArgument", "InvalidState", "NameInUse",
     "NeverFits", "NotSupported", "OutOfMemory", "OutOfRange", "ParseError",
     "Pool", "PoolStats", "Request", "ResourceStats", "SystemCallFailed",
-    "Timeout", "TooMany", "UnknownResource", "WaitStats", "WrongPool",
+    "Timeout", "TooMany", "Unavailable", "UnknownResource", "WaitStats", "WrongPool",
     "detect_gpus", "library_path", "library_version",
 ]

@@ -148,6 +148,13 @@ class ParseError(CronoqError, ValueError):
     code = -16
 
 
+class Unavailable(CronoqError, ConnectionError):
+    """A fleet pool's server cannot be reached, or cannot grant now (its
+    namespace is quarantined after the server lost its state)."""
+
+    code = -17
+
+
 class NotSupported(CronoqError):
     """What this installation cannot do: fleet pools where libcronoq_fleet
     cannot be loaded, or a pool used in a process forked after it was
@@ -161,6 +168,7 @@ for _cls in (
     InvalidArgument, OutOfMemory, Busy, Timeout, Cancelled, Closed,
     NeverFits, UnknownResource, NameInUse, InUse, InvalidState,
     WrongPool, OutOfRange, TooMany, SystemCallFailed, ParseError,
+    Unavailable,
 ):
     assert _cls.code is not None
     BY_CODE[_cls.code] = _cls

@@ -12,6 +12,8 @@ if RETRY then
   local w = waiting().waiter(id)
   if w ~= nil then return finish(WAITING, fmt(w.seq)) end
 end
+local q = quarantine_left()
+if q > 0 then return finish(QUARANTINE, fmt(q)) end
 local items = parse_items(ARG0 + 4)
 local code, msg = validate(items)
 if code ~= 0 then return finish(code, msg) end

@@ -1,11 +1,18 @@
 -- heartbeat: extend the session, return its inbox after what the caller
 -- has seen, and reclaim what expired sessions hold (a share of it: the
 -- reply says whether more is left, and the caller comes back at once).
--- ARGV: ack (the last inbox entry seen), extend (0/1), reap (0/1).
--- Values: more to reap (0/1), the inbox's first entry's number, then the
--- entries.
+-- It also returns what the server has for the session, so that the caller
+-- finds leases a failover lost, and leases and waiters whose replies it
+-- never got.
+-- ARGV: ack (the last inbox entry seen), extend (0/1), reap (0/1), the
+-- highest fencing token the caller saw.
+-- Values: more to reap (0/1), the inbox's first entry's number, the
+-- fencing counter (before this call raised it to the caller's), the
+-- namespace's epoch, the number of leases and their ids, the number of
+-- waiters and their ids, then the inbox's entries.
 local ack, extend, reap = tonumber(ARGV[ARG0 + 1]), ARGV[ARG0 + 2] == '1',
   ARGV[ARG0 + 3] == '1'
+local floor = tonumber(ARGV[ARG0 + 4] or '0')
 local s = start()
 if s then return s end
 local sess = call('HMGET', P .. 's:' .. SID, 'ttl', 'ih')
@@ -13,6 +20,8 @@ if not sess[1] or not session_alive() then return finish(NOSESSION) end
 if extend then
   call('ZADD', P .. 'S', 'XX', now_ms() + tonumber(sess[1]), SID)
 end
+local fence = tonumber(call('HGET', P .. 'meta', 'fence'))
+if floor > fence then call('HSET', P .. 'meta', 'fence', fmt(floor)) end
 -- Entries up to `ack` were seen: drop them.
 local head = tonumber(sess[2])
 if ack >= head then
@@ -33,8 +42,15 @@ if reap then
   end
   sweep()
 end
+local out = {more, fmt(head), fmt(fence),
+             call('HGET', P .. 'meta', 'epoch') or ''}
+local leases = call('HKEYS', P .. 'L:' .. SID)
+out[#out + 1] = fmt(#leases)
+for i = 1, #leases do out[#out + 1] = leases[i] end
+local waiters = call('SMEMBERS', P .. 'w:' .. SID)
+out[#out + 1] = fmt(#waiters)
+for i = 1, #waiters do out[#out + 1] = waiters[i] end
 local inbox = call('LRANGE', P .. 'in:' .. SID, 0, -1)
-local out = {more, fmt(head)}
 for i = 1, #inbox do out[#out + 1] = inbox[i] end
 -- The caller's outcomes of this very script are in the inbox too.
 OUT = {}

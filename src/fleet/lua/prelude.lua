@@ -49,6 +49,7 @@ local LONE = 1
 -- Reply statuses besides the negative error codes of cronoq.h.
 local OK, WAITING, OWED, NOSESSION, NONS, UNKNOWN, GRANTED = 0, 1, 2, 3, 4,
   5, 6
+local QUARANTINE = 8 -- the namespace grants nothing yet (value: ms left)
 local EINVAL, EBUSY, ETIMEDOUT, ECANCELED, ECLOSED, ENEVER, ENOENT, EEXIST,
   EINUSE, ESTATE, ERANGE = -1, -3, -4, -5, -6, -7, -8, -9, -10, -11, -13
 
@@ -72,7 +73,8 @@ local function now_ms()
 end
 
 local SCHEMA = '1'
-local META = call('HMGET', P .. 'meta', 'schema', 'staged', 'owed', 'audit')
+local META = call('HMGET', P .. 'meta', 'schema', 'staged', 'owed', 'audit',
+  'q')
 local STAGED = META[2] == '1'
 local AUDIT = META[4] == '1'
 
@@ -1110,5 +1112,14 @@ end
 
 local function session_alive()
   return call('ZSCORE', P .. 'S', SID) ~= false
+end
+
+-- The time left of the namespace's quarantine (it was created again after
+-- the server lost its state, and grants nothing for one TTL, so that every
+-- holder of the old state has passed its local deadline), or 0.
+local function quarantine_left()
+  local q = tonumber(META[5] or '0') or 0
+  if q <= now_ms() then return 0 end
+  return q - now_ms()
 end
 

@@ -47,8 +47,9 @@ pub const CQ_ERANGE: c_int = -13;
 pub const CQ_ETOOMANY: c_int = -14;
 pub const CQ_ESYS: c_int = -15;
 pub const CQ_EPARSE: c_int = -16;
+pub const CQ_EUNAVAILABLE: c_int = -17;
 /// The lowest code the header defines.
-pub const CQ_ERRNO_MIN: c_int = -16;
+pub const CQ_ERRNO_MIN: c_int = -17;
 
 // -------------------------------------------------------------------------
 // Time
@@ -95,6 +96,7 @@ pub const CQ_EVENT_CANCELLED: cq_event_type = 6;
 pub const CQ_EVENT_CLOSED: cq_event_type = 7;
 pub const CQ_EVENT_NEVER: cq_event_type = 8;
 pub const CQ_EVENT_OVERDUE: cq_event_type = 9;
+pub const CQ_EVENT_LOST: cq_event_type = 10;
 
 #[repr(C)]
 #[derive(Clone, Copy)]

@@ -51,6 +51,9 @@ pub enum Error {
     Sys,
     /// `CQ_EPARSE`: text could not be parsed.
     Parse,
+    /// `CQ_EUNAVAILABLE`: a fleet pool's server cannot be reached (or is
+    /// quarantined after it lost its state); nothing was granted.
+    Unavailable,
     /// A code this crate does not know (from a newer library).
     Unknown(i32),
 }
@@ -75,6 +78,7 @@ impl Error {
             sys::CQ_ETOOMANY => Error::TooMany,
             sys::CQ_ESYS => Error::Sys,
             sys::CQ_EPARSE => Error::Parse,
+            sys::CQ_EUNAVAILABLE => Error::Unavailable,
             other => Error::Unknown(other),
         }
     }
@@ -98,6 +102,7 @@ impl Error {
             Error::TooMany => sys::CQ_ETOOMANY,
             Error::Sys => sys::CQ_ESYS,
             Error::Parse => sys::CQ_EPARSE,
+            Error::Unavailable => sys::CQ_EUNAVAILABLE,
             Error::Unknown(code) => code,
         }
     }
