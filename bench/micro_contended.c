@@ -25,8 +25,9 @@
  *   allocator lets whichever thread runs take it (and makes the waiter try
  *   again later). libcronoq's barging window lets running threads take it
  *   too, during the first 10 ms of each wait. bench/README.md discusses
- *   the figures. The two allocators run in turns within each
- * repetition, so that a machine that speeds up or slows down moves both alike.
+ *   the figures.
+ * The two allocators run in turns within each repetition, so that a machine
+ * that speeds up or slows down moves both alike.
  *
  * What is reported, per thread count:
  * - grants per second (all threads' grants over the wall time from the
