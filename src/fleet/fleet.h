@@ -63,6 +63,9 @@ struct fl_url {
  * `unix://[user[:password]@]/path[?db=N]`. 0, or CQ_EINVAL with `err`. */
 int fl_url_parse(const char *url, struct fl_url *out, char *err, size_t len);
 
+/* `url` for a message: its password, if it has one, replaced by "***". */
+void fl_url_redact(const char *url, char *buf, size_t len);
+
 /* Check a namespace name: 1 to 64 bytes of letters, digits and "_-.". */
 int fl_namespace_check(const char *ns);
 

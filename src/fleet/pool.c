@@ -173,7 +173,9 @@ int cq_fleet_open(cq_pool **out, const char *url, const char *ns,
     }
   }
   if ((rc = fl_session_open(fp, err, sizeof(err))) != 0) {
-    fl_error("fleet pool %s on %s: %s", ns, url, err);
+    char shown[512];
+    fl_url_redact(url, shown, sizeof(shown));
+    fl_error("fleet pool %s on %s: %s", ns, shown, err);
     goto fail;
   }
   if ((rc = fl_bg_start(fp)) != 0) {
@@ -705,13 +707,32 @@ static void read_problems(const redisReply *r, void *out) {
                            fl_reply_value(r, i));
 }
 
-int cq__fleet_fsck(cq_pool *pool, char *problems, size_t len) {
+static int fsck(cq_pool *pool, const char *mode, char *problems, size_t len) {
   struct fl_args a;
   fl_args_init(&a);
-  fl_arg(&a, "nocap");
+  fl_arg(&a, mode);
   problems[0] = '\0';
   struct text t = {problems, len};
   return op_read(fl_pool_of(pool), FL_S_FSCK, &a, read_problems, &t);
+}
+
+int cq__fleet_fsck(cq_pool *pool, char *problems, size_t len) {
+  return fsck(pool, "nocap", problems, len);
+}
+
+int cq__fleet_fsck_capacity(cq_pool *pool, char *problems, size_t len);
+
+/* Tests: the same, and in use within capacity on every budget, for a
+ * caller that knows no shrink is still above what is in use. */
+int cq__fleet_fsck_capacity(cq_pool *pool, char *problems, size_t len) {
+  return fsck(pool, "cap", problems, len);
+}
+
+int64_t cq__fleet_local_deadline(cq_pool *pool);
+
+/* The bench and tests: the session's local deadline (CQ_NEVER: none). */
+int64_t cq__fleet_local_deadline(cq_pool *pool) {
+  return atomic_load(&fl_pool_of(pool)->deadline_ms);
 }
 
 void cq__fleet_drop_replies(cq_pool *pool, unsigned n);

@@ -82,8 +82,38 @@ static bool parse_userinfo(const char *s, size_t n, struct fl_url *out) {
                    n - (size_t)(colon - s) - 1);
 }
 
-int fl_url_parse(const char *url, struct fl_url *out, char *err, size_t len) {
+/* Where the userinfo of `rest` (the URL after its scheme) ends: its last
+ * '@' before the first '/' (a password may hold '@'), or NULL. */
+static const char *userinfo_end(const char *rest) {
+  const char *slash = strchr(rest, '/');
+  const char *at = NULL;
+  for (const char *c = rest; *c != '\0' && (slash == NULL || c < slash); c++)
+    if (*c == '@')
+      at = c;
+  return at;
+}
+
+void fl_url_redact(const char *url, char *buf, size_t len) {
+  if (len == 0)
+    return;
+  const char *scheme = url != NULL ? strstr(url, "://") : NULL;
+  const char *rest = scheme != NULL ? scheme + 3 : url;
+  const char *at = rest != NULL ? userinfo_end(rest) : NULL;
+  if (at == NULL) {
+    snprintf(buf, len, "%s", url != NULL ? url : "");
+    return;
+  }
+  /* "user:password@" keeps the user; a lone word is the password. */
+  const char *colon = memchr(rest, ':', (size_t)(at - rest));
+  const char *keep_end = colon != NULL ? colon + 1 : rest;
+  snprintf(buf, len, "%.*s***%s", (int)(keep_end - url), url, at);
+}
+
+int fl_url_parse(const char *given, struct fl_url *out, char *err, size_t len) {
   memset(out, 0, sizeof(*out));
+  /* Every message names the URL with its password hidden. */
+  char url[512];
+  fl_url_redact(given, url, sizeof(url));
   out->port = 6379;
 #define BAD(...)                                                               \
   do {                                                                         \
@@ -91,14 +121,14 @@ int fl_url_parse(const char *url, struct fl_url *out, char *err, size_t len) {
       snprintf(err, len, __VA_ARGS__);                                         \
     return CQ_EINVAL;                                                          \
   } while (0)
-  if (url == NULL)
+  if (given == NULL)
     BAD("no URL");
   const char *rest;
-  if (strncmp(url, "redis://", 8) == 0) {
-    rest = url + 8;
-  } else if (strncmp(url, "unix://", 7) == 0) {
+  if (strncmp(given, "redis://", 8) == 0) {
+    rest = given + 8;
+  } else if (strncmp(given, "unix://", 7) == 0) {
     out->unix_socket = true;
-    rest = url + 7;
+    rest = given + 7;
   } else {
     BAD("URL \"%.64s\": expected redis://host[:port][/db] or "
         "unix:///path/to/redis.sock",
@@ -107,10 +137,7 @@ int fl_url_parse(const char *url, struct fl_url *out, char *err, size_t len) {
   /* Userinfo ends at the last '@' before the path (a password may hold
    * '@'; a socket path may too, but it starts after the first '/'). */
   const char *slash = strchr(rest, '/');
-  const char *at = NULL;
-  for (const char *c = rest; *c != '\0' && (slash == NULL || c < slash); c++)
-    if (*c == '@')
-      at = c;
+  const char *at = userinfo_end(rest);
   if (out->unix_socket && at == NULL && slash != rest)
     BAD("URL \"%.64s\": a unix:// URL names an absolute path, as in "
         "unix:///run/redis.sock",

@@ -8,6 +8,7 @@
 #define CRONOQ_TEST_FLEET_PROCS_H
 
 #include "cronoq/cronoq.h"
+#include "fleet_test.h"
 #include "support/cqt.h"
 
 #include <poll.h>
@@ -84,6 +85,29 @@ static inline void say(int fd, const char *fmt, ...) {
   va_end(ap);
   if (n > 0 && write(fd, buf, (size_t)n) != n)
     _exit(3);
+}
+
+/* A child's pool on namespace `ns`: its own connection, session and
+ * thread; the child leaves (exit 2) if it cannot open one. */
+static inline cq_pool *child_open(const char *ns, const cq_fleet_opts *o) {
+  cq_pool *p = NULL;
+  if (cq_fleet_open(&p, fleet_server.url, ns, o) != 0) {
+    fprintf(stderr, "child: cq_fleet_open: %s\n", cq_fleet_error());
+    _exit(2);
+  }
+  return p;
+}
+
+/* A child's options: host "h", a short TTL and heartbeat, an event hook
+ * (may be NULL). */
+static inline cq_fleet_opts short_ttl_opts(int64_t ttl_ms, int64_t heartbeat_ms,
+                                           cq_event_fn on_event) {
+  cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.host = "h";
+  o.ttl_ms = ttl_ms;
+  o.heartbeat_ms = heartbeat_ms;
+  o.on_event = on_event;
+  return o;
 }
 
 #endif

@@ -84,6 +84,39 @@ static void test_a_server_that_cannot_be_reached_fails_closed(void **state) {
   assert_non_null(strstr(cq_fleet_error(), "cannot be reached"));
 }
 
+/* Messages name the URL with its password replaced by "***": a URL that
+ * cannot be parsed, a server that cannot be reached, a password given
+ * alone or after a user name (and one holding '@'). */
+static void test_messages_hide_the_urls_password(void **state) {
+  (void)state;
+  static const struct {
+    const char *url, *shown;
+    int rc;
+  } cases[] = {
+      {"redis://:s3cret@127.0.0.1:1/0", "redis://:***@127.0.0.1:1/0",
+       CQ_EUNAVAILABLE},
+      {"redis://cronoq:s3cret@127.0.0.1:1", "redis://cronoq:***@127.0.0.1:1",
+       CQ_EUNAVAILABLE},
+      {"unix://s3cret@/nonexistent/cronoq.sock",
+       "unix://***@/nonexistent/cronoq.sock", CQ_EUNAVAILABLE},
+      {"redis://cronoq:s3c@ret@bad host:6379", "redis://cronoq:***@bad host",
+       CQ_EINVAL},
+      {"redis://u:s3cret@h:99999", "redis://u:***@h:99999", CQ_EINVAL},
+      {"unix://u:s3cret@relative.sock", "unix://u:***@relative.sock",
+       CQ_EINVAL},
+  };
+  cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.timeout_ms = 300;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    cq_pool *p = NULL;
+    assert_cq_err(cq_fleet_open(&p, cases[i].url, "x", &o), cases[i].rc);
+    const char *msg = cq_fleet_error();
+    printf("open %s: %s\n", cases[i].shown, msg);
+    if (strstr(msg, "s3c") != NULL || strstr(msg, cases[i].shown) == NULL)
+      fail_msg("\"%s\" should name \"%s\"", msg, cases[i].shown);
+  }
+}
+
 static void test_bad_options_are_refused_with_a_reason(void **state) {
   (void)state;
   fleet_server_up();
@@ -389,6 +422,7 @@ int main(void) {
       cmocka_unit_test(test_urls_parse_or_explain_what_is_wrong),
       cmocka_unit_test(test_names_follow_the_core_rules_and_hosts_join_with_at),
       cmocka_unit_test(test_a_server_that_cannot_be_reached_fails_closed),
+      cmocka_unit_test(test_messages_hide_the_urls_password),
       cmocka_unit_test(test_bad_options_are_refused_with_a_reason),
       cmocka_unit_test(
           test_open_makes_a_namespace_and_a_session_that_destroy_ends),

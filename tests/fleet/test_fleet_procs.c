@@ -22,16 +22,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* A child's pool: its own connection, session and thread. */
-static cq_pool *child_open(const char *ns, const cq_fleet_opts *o) {
-  cq_pool *p = NULL;
-  if (cq_fleet_open(&p, fleet_server.url, ns, o) != 0) {
-    fprintf(stderr, "child: cq_fleet_open: %s\n", cq_fleet_error());
-    _exit(2);
-  }
-  return p;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Four processes, one namespace                                             */
 /* ------------------------------------------------------------------------ */
@@ -358,11 +348,7 @@ static void count_lost(const cq_event *ev, void *arg) {
  * a->seats, and a request for `amount` of it. */
 static cq_pool *licence_pool(const struct holder_arg *a, cq_event_fn on_event,
                              uint32_t steps, cq_req *req, int amount) {
-  cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
-  o.host = "h";
-  o.ttl_ms = TTL_MS;
-  o.heartbeat_ms = HEARTBEAT_MS;
-  o.on_event = on_event;
+  cq_fleet_opts o = short_ttl_opts(TTL_MS, HEARTBEAT_MS, on_event);
   o.script_steps = steps;
   cq_pool *p = child_open(a->ns, &o);
   if (cq_budget_add(p, "licence", a->seats) != 0 || cq_req_init(req, p) != 0 ||
