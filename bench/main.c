@@ -2,7 +2,8 @@
  * cronoq-bench: what libcronoq gains over what its users would use
  * otherwise, measured side by side in one run.
  *
- *   cronoq-bench [micro|sim|backfill|fleet|all] [options]   (see usage())
+ *   cronoq-bench [micro|sim|backfill|fleet|fleet-failure|all] [options]
+ *   (see usage())
  *
  * The sim and backfill suites are the simulator's (tools/sim/sim_cli.c),
  * the same that cronoq-sim runs.
@@ -20,7 +21,8 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: cronoq-bench [micro|sim|backfill|fleet|all] [options]\n"
+          "usage: cronoq-bench [micro|sim|backfill|fleet|fleet-failure|all]"
+          " [options]\n"
           "\n"
           "  micro          the micro-benchmarks, each against its baseline\n"
           "  deep           only the deep-queue figures of micro\n"
@@ -36,6 +38,12 @@ static void usage(FILE *f) {
           "  fleet          fleet pools against INCR/DECR counters and a\n"
           "                 sorted-set semaphore, on a redis-server the\n"
           "                 bench starts (not part of all)\n"
+          "  fleet-failure  fleet pools' recovery: the time from a holder's\n"
+          "                 SIGKILL to a waiter's grant, and the lost-lease\n"
+          "                 events of a holder paused past its TTL, over\n"
+          "                 many trials (not part of all)\n"
+          "     --kills N   kill trials (100; 10 with --quick)\n"
+          "     --pauses N  pause trials (100; 10 with --quick)\n"
           "  all            micro, sim and backfill (the default)\n"
           "\n");
   cqb_options_usage(f);
@@ -43,12 +51,21 @@ static void usage(FILE *f) {
   cqb_sim_usage(f);
 }
 
+/* The simulator's options, and fleet-failure's. */
+static int parse_option(int argc, char **argv, int i) {
+#ifdef CRONOQ_BENCH_FLEET
+  int n = cqb_fleet_failure_parse_option(argc, argv, i);
+  if (n > 0)
+    return n;
+#endif
+  return cqb_sim_parse_option(argc, argv, i);
+}
+
 int main(int argc, char **argv) {
-  static const char *const commands[] = {"all",       "micro", "sim",
-                                         "backfill",  "deep",  "core",
-                                         "contended", "fleet", NULL};
-  const char *cmd =
-      cqb_parse_args(argc, argv, commands, cqb_sim_parse_option, usage);
+  static const char *const commands[] = {
+      "all",  "micro",     "sim",   "backfill",      "deep",
+      "core", "contended", "fleet", "fleet-failure", NULL};
+  const char *cmd = cqb_parse_args(argc, argv, commands, parse_option, usage);
   cqb_sim_options_done();
 
   cqb_become_multithreaded();
@@ -62,12 +79,15 @@ int main(int argc, char **argv) {
   bool contended = micro || strcmp(cmd, "contended") == 0;
   bool core = micro || strcmp(cmd, "core") == 0;
   bool fleet = strcmp(cmd, "fleet") == 0;
+  bool fleet_failure = strcmp(cmd, "fleet-failure") == 0;
   int steps = 0;
 #ifdef CRONOQ_BENCH_FLEET
   if (fleet)
     steps += cqb_fleet_plan();
+  if (fleet_failure)
+    steps += cqb_fleet_failure_plan();
 #else
-  if (fleet) {
+  if (fleet || fleet_failure) {
     fprintf(stderr, "cronoq-bench: built without the fleet pool (hiredis)\n");
     return 2;
   }
@@ -105,6 +125,8 @@ int main(int argc, char **argv) {
 #ifdef CRONOQ_BENCH_FLEET
   if (fleet)
     cqb_fleet();
+  if (fleet_failure)
+    cqb_fleet_failure();
 #endif
   cqb_print_figures();
   if (sim)
