@@ -118,7 +118,13 @@ static double rep_adapter(void *arg) {
   p->loop_grants = p->thread_grants = 0;
   p->failed = 0;
   must(uv_loop_init(&p->loop) == 0 ? 0 : CQ_ESYS, "loop");
-  must(cq_pool_create(&p->pool, NULL), "pool");
+  /* Strict order: the thread's blocking acquire claims at once, so that
+   * the loop's release goes to it and not to the loop's younger request
+   * (in a barging window the thread would not claim, the loop would take
+   * every grant, and the thread would wait for ever). */
+  cq_pool_config cfg = CQ_POOL_CONFIG_INIT;
+  cfg.flags = CQ_POOL_STRICT_ORDER;
+  must(cq_pool_create(&p->pool, &cfg), "pool");
   must(cq_budget_add(p->pool, "b", 1), "budget");
   must(cq_req_init(&p->req, p->pool), "req");
   must(cq_req_add(&p->req, "b", 1), "req add");
