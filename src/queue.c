@@ -116,15 +116,18 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 /* A blocked tree is augmented: each waiter carries the least that any
  * waiter in its subtree asks of the resource (bkey, bmin in grant.h), so
  * that "which is the oldest waiter that fits?" is a descent. */
-static void blocked_aug(cq__rbnode *n) {
+static bool blocked_aug(cq__rbnode *n) {
   struct cq__grant *g = bnode_grant(n);
+  bool changed = false;
   for (int k = 0; k < 2; k++) {
     int64_t m = g->bkey[k];
     for (int d = 0; d < 2; d++)
       if (n->child[d] != NULL)
         m = min64(m, bnode_grant(n->child[d])->bmin[k]);
+    changed |= g->bmin[k] != m;
     g->bmin[k] = m;
   }
+  return changed;
 }
 
 /* Block g on its item i: in the blocked tree of i's resource, with what it

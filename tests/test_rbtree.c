@@ -129,12 +129,15 @@ static int aitem_cmp(const cq__rbnode *a, const cq__rbnode *b) {
   return (ka > kb) - (ka < kb);
 }
 
-static void aitem_aug(cq__rbnode *n) {
+static bool aitem_aug(cq__rbnode *n) {
   struct aitem *it = aitem_of(n);
-  it->min = it->value;
+  int m = it->value;
   for (int d = 0; d < 2; d++)
-    if (n->child[d] != NULL && aitem_of(n->child[d])->min < it->min)
-      it->min = aitem_of(n->child[d])->min;
+    if (n->child[d] != NULL && aitem_of(n->child[d])->min < m)
+      m = aitem_of(n->child[d])->min;
+  bool changed = m != it->min;
+  it->min = m;
+  return changed;
 }
 
 /* The smallest value under n, the slow way. */
@@ -183,10 +186,42 @@ static void test_augmented_tree_keeps_every_subtree_minimum(void **s) {
   }
 }
 
+/* Few distinct values: most summaries stay the same after a change, so
+ * the walk up stops early, and must stop only where that is right (a
+ * removed node with two children is replaced by its successor, whose old
+ * summary was of another subtree). Checked after every operation. */
+static void test_summaries_stay_right_where_the_walk_up_stops_early(void **s) {
+  (void)s;
+  enum { A = 48 };
+  static struct aitem items[A];
+  for (int trial = 0; trial < 40; trial++) {
+    cq__rbtree t = {0};
+    for (int k = 0; k < A; k++) {
+      items[k].key = k;
+      items[k].value = (int)(rnd() % 3);
+      items[k].min = -1;
+      items[k].in = 0;
+    }
+    for (int round = 0; round < 2000; round++) {
+      struct aitem *it = &items[rnd() % A];
+      if (it->in) {
+        cq__rb_remove_aug(&t, &it->node, aitem_aug);
+        it->in = 0;
+      } else {
+        cq__rb_insert_aug(&t, &it->node, aitem_cmp, aitem_aug);
+        it->in = 1;
+      }
+      assert_true(cq__rb_check(&t, aitem_cmp) >= 0);
+      check_summaries(t.root);
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_random_inserts_and_removals_keep_order_and_balance),
       cmocka_unit_test(test_augmented_tree_keeps_every_subtree_minimum),
+      cmocka_unit_test(test_summaries_stay_right_where_the_walk_up_stops_early),
       cmocka_unit_test(test_lower_bound_finds_the_first_key_not_below),
       cmocka_unit_test(test_walks_both_ways_and_keeps_first_and_last),
   };

@@ -77,12 +77,21 @@ static void rotate(cq__rbtree *t, cq__rbnode *x, int d, cq__rbaug aug) {
   }
 }
 
-/* Summaries from `n` up to the root, after its subtree changed. */
-static void aug_up(cq__rbnode *n, cq__rbaug aug) {
+/* Summaries from `n` up, after its subtree changed: up to the root, or to
+ * the first one that stays the same, once `past` (a node whose own value
+ * changed, or NULL) has been recomputed. A summary depends only on its
+ * node's value and its children's summaries, so above an unchanged one
+ * nothing changes. */
+static void aug_up(cq__rbnode *n, cq__rbaug aug, const cq__rbnode *past) {
   if (aug == NULL)
     return;
-  for (; n != NULL; n = parent_of(n))
-    aug(n);
+  for (; n != NULL; n = parent_of(n)) {
+    bool changed = aug(n);
+    if (n == past)
+      past = NULL;
+    if (!changed && past == NULL)
+      return;
+  }
 }
 
 static cq__rbnode *extreme(cq__rbnode *n, int d) {
@@ -130,7 +139,10 @@ void cq__rb_insert_aug(cq__rbtree *t, cq__rbnode *n, cq__rbcmp cmp,
   if (rightmost)
     t->last = n;
   t->count++;
-  aug_up(n, aug);
+  if (aug != NULL) {
+    (void)aug(n); /* a new leaf: its summary had no value before */
+    aug_up(parent, aug, NULL);
+  }
 
   /* Restore the colours: `n` is red and may have a red parent. */
   cq__rbnode *x = n;
@@ -161,8 +173,9 @@ void cq__rb_insert_aug(cq__rbtree *t, cq__rbnode *n, cq__rbcmp cmp,
 }
 
 void cq__rb_remove_aug(cq__rbtree *t, cq__rbnode *z, cq__rbaug aug) {
-  cq__rbnode *x;  /* node that moves into the removed position */
-  cq__rbnode *xp; /* its parent (x may be NULL) */
+  cq__rbnode *x;           /* node that moves into the removed position */
+  cq__rbnode *xp;          /* its parent (x may be NULL) */
+  cq__rbnode *past = NULL; /* the walk up may stop only after this one */
   bool removed_red;
 
   if (t->first == z)
@@ -193,11 +206,13 @@ void cq__rb_remove_aug(cq__rbtree *t, cq__rbnode *z, cq__rbaug aug) {
     y->child[0] = z->child[0];
     set_parent(y->child[0], y);
     copy_color(y, z);
+    /* y's summary before was of another subtree: no stop until above it. */
+    past = parent_of(y) != NULL ? parent_of(y) : y;
   }
   z->child[0] = z->child[1] = NULL;
   z->parent_color = 0;
   /* Every subtree that lost z lies on the path from xp up. */
-  aug_up(xp, aug);
+  aug_up(xp, aug, past);
 
   if (removed_red)
     return;

@@ -26,8 +26,9 @@ typedef int (*cq__rbcmp)(const cq__rbnode *a, const cq__rbnode *b);
 typedef int (*cq__rbkeycmp)(const cq__rbnode *node, const void *key);
 /* An augmented tree keeps, in each member, a summary of its subtree (the
  * smallest need below it, say): this computes n's from its own value and
- * its children's summaries. */
-typedef void (*cq__rbaug)(cq__rbnode *n);
+ * its children's summaries, and says whether it changed (the walk up after
+ * an insertion or removal stops where a summary stays the same). */
+typedef bool (*cq__rbaug)(cq__rbnode *n);
 
 void cq__rb_insert(cq__rbtree *t, cq__rbnode *n, cq__rbcmp cmp);
 void cq__rb_remove(cq__rbtree *t, cq__rbnode *z);
