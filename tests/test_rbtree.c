@@ -160,6 +160,15 @@ static void check_summaries(const cq__rbnode *n) {
   check_summaries(n->child[1]);
 }
 
+/* Take `it` out of the tree if it is in, else put it in. */
+static void toggle(cq__rbtree *t, struct aitem *it) {
+  if (it->in)
+    cq__rb_remove_aug(t, &it->node, aitem_aug);
+  else
+    cq__rb_insert_aug(t, &it->node, aitem_cmp, aitem_aug);
+  it->in = !it->in;
+}
+
 static void test_augmented_tree_keeps_every_subtree_minimum(void **s) {
   (void)s;
   enum { A = 600 };
@@ -171,14 +180,7 @@ static void test_augmented_tree_keeps_every_subtree_minimum(void **s) {
     items[k].in = 0;
   }
   for (int round = 0; round < 6000; round++) {
-    struct aitem *it = &items[rnd() % A];
-    if (it->in) {
-      cq__rb_remove_aug(&t, &it->node, aitem_aug);
-      it->in = 0;
-    } else {
-      cq__rb_insert_aug(&t, &it->node, aitem_cmp, aitem_aug);
-      it->in = 1;
-    }
+    toggle(&t, &items[rnd() % A]);
     if (round % 97 == 0 || round > 5900) {
       assert_true(cq__rb_check(&t, aitem_cmp) >= 0);
       check_summaries(t.root);
@@ -203,14 +205,7 @@ static void test_summaries_stay_right_where_the_walk_up_stops_early(void **s) {
       items[k].in = 0;
     }
     for (int round = 0; round < 2000; round++) {
-      struct aitem *it = &items[rnd() % A];
-      if (it->in) {
-        cq__rb_remove_aug(&t, &it->node, aitem_aug);
-        it->in = 0;
-      } else {
-        cq__rb_insert_aug(&t, &it->node, aitem_cmp, aitem_aug);
-        it->in = 1;
-      }
+      toggle(&t, &items[rnd() % A]);
       assert_true(cq__rb_check(&t, aitem_cmp) >= 0);
       check_summaries(t.root);
     }
