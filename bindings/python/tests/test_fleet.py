@@ -267,6 +267,19 @@ def test_cancelling_an_async_acquire_on_a_fleet_pool_leaks_nothing(server, ns):
     a.add_budget("licence", 1)
     b.add_budget("licence", 1)
 
+    # Tries until the licence is free, under a hang guard, letting the loop
+    # run between them: a grant that won a race with its cancel is released
+    # from the loop after the await returns, so on a loaded machine a single
+    # try could come first.
+    async def take_async(pool):
+        end = time.monotonic() + HANG_GUARD_S
+        while True:
+            try:
+                return pool.try_acquire("licence=1")
+            except cronoq.Busy:
+                assert time.monotonic() < end, "hang guard: the licence never came back"
+                await asyncio.sleep(0.005)
+
     async def main():
         holder = a.try_acquire("licence=1")
         task = asyncio.ensure_future(b.acquire_async("licence=1", timeout=HANG_GUARD_S))
@@ -284,7 +297,7 @@ def test_cancelling_an_async_acquire_on_a_fleet_pool_leaks_nothing(server, ns):
         # The race: release and cancel at once, many times over; whoever
         # wins, the licence comes back.
         for _ in range(20):
-            holder = a.try_acquire("licence=1")
+            holder = await take_async(a)
             task = asyncio.ensure_future(b.acquire_async("licence=1", timeout=HANG_GUARD_S))
             await asyncio.sleep(0)
             holder.release()
