@@ -60,8 +60,9 @@ struct fl_url {
 };
 
 /* Parse `redis://[user[:password]@]host[:port][/db]` or
- * `unix://[user[:password]@]/path[?db=N]`. 0, or CQ_EINVAL with `err`. */
-int fl_url_parse(const char *url, struct fl_url *out, char *err, size_t len);
+ * `unix://[user[:password]@]/path[?db=N]` from `given`. 0, or CQ_EINVAL with
+ * `err`. */
+int fl_url_parse(const char *given, struct fl_url *out, char *err, size_t len);
 
 /* `url` for a message: its password, if it has one, replaced by "***". */
 void fl_url_redact(const char *url, char *buf, size_t len);
