@@ -169,8 +169,9 @@ static void texts_build(void) {
                     ? sizeof(plain) - 1
                     : 0;
   for (int s = 0; s < FL_S_COUNT; s++) {
-    const char *head = allow_oom(s) ? oom : plain;
-    size_t hlen = allow_oom(s) ? sizeof(oom) - 1 : sizeof(plain) - 1;
+    bool may_oom = allow_oom(s);
+    const char *head = may_oom ? oom : plain;
+    size_t hlen = may_oom ? sizeof(oom) - 1 : sizeof(plain) - 1;
     size_t n = hlen + fl_lua_prelude_len - skip + fl_lua_body_len[s];
     char *t = malloc(n + 1);
     if (t == NULL)
