@@ -126,7 +126,18 @@ enum cq_fleet_flags {
    * session ended. For tests and operators; it grows without bound. Set
    * when the namespace is created; later opens do not change it.
    */
-  CQ_FLEET_AUDIT = 1u << 0
+  CQ_FLEET_AUDIT = 1u << 0,
+  /*
+   * Releases that do not wait for the server's reply, while this process
+   * has no waiter on the pool: cq_grant_release() returns once the release
+   * is written to the connection, and the pool's next call reads its reply
+   * (a lost reply sends the release again, applied once). This saves a
+   * round trip per grant. The server runs the release before any later
+   * call of this pool, but a call made meanwhile on another connection (a
+   * process told of the release at once) may still find the units held:
+   * without the flag, a release has been applied when it returns.
+   */
+  CQ_FLEET_ASYNC_RELEASE = 1u << 1
 };
 
 /* Options of cq_fleet_open(). Zero means default for every field. */
@@ -161,10 +172,10 @@ typedef struct cq_fleet_opts {
  * Open namespace `ns` (1 to 64 bytes of letters, digits and "_-.") on the
  * Redis server at `url` as a pool: `redis://[user[:password]@]host[:port][/db]`
  * (port 6379 by default) or `unix:///path/to/redis.sock[?db=N]`. The
- * namespace is created on first use. The call connects, loads the scripts,
- * opens this process's session and starts the pool's background thread.
- * The server needs `maxmemory-policy noeviction` (the README says why, and
- * which ACL a client needs). On success *out is a pool for every call of
+ * namespace is created on first use. The call connects, loads the library (or
+ * the scripts), opens this process's session and starts the pool's background
+ * thread. The server needs `maxmemory-policy noeviction` (the README says why,
+ * and which ACL a client needs). On success *out is a pool for every call of
  * <cronoq/cronoq.h>; destroy it with cq_pool_destroy(). `opts` may be NULL.
  * Thread-safe.
  * Returns 0, CQ_EINVAL (a bad URL, namespace, host or option, including

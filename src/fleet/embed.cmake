@@ -1,5 +1,7 @@
 # Embed the fleet pool's Lua scripts in C: the prelude and each
-# operation's body as byte arrays (link.c joins them at run time).
+# operation's body as byte arrays (link.c joins them at run time), the
+# operations' names, and a version: the start of the SHA1 of all of it,
+# which names the library of Redis functions built from them.
 #   cmake -DOUT=file.c -DDIR=lua -DSCRIPTS=abort,acquire,... -P embed.cmake
 function(hex_array var file)
   file(READ ${file} hex HEX)
@@ -19,14 +21,23 @@ string(APPEND c "const char fl_lua_prelude[] = {\n${prelude}};\n")
 string(APPEND c "const size_t fl_lua_prelude_len = ${prelude_len};\n\n")
 set(table "")
 set(lens "")
+set(names "")
+file(READ ${DIR}/prelude.lua all)
 foreach(name ${SCRIPTS})
   hex_array(body ${DIR}/${name}.lua)
   string(APPEND c "static const char body_${name}[] = {\n${body}};\n")
   string(APPEND table "  body_${name},\n")
   string(APPEND lens "  ${body_len},\n")
+  string(APPEND names "  \"${name}\",\n")
+  file(READ ${DIR}/${name}.lua text)
+  string(APPEND all "${name}\n${text}")
 endforeach()
+string(SHA1 version "${all}")
+string(SUBSTRING "${version}" 0 16 version)
 string(APPEND c "\nconst char *const fl_lua_body[] = {\n${table}};\n")
 string(APPEND c "const size_t fl_lua_body_len[] = {\n${lens}};\n")
+string(APPEND c "const char *const fl_lua_name[] = {\n${names}};\n")
+string(APPEND c "const char fl_lua_version[] = \"${version}\";\n")
 file(WRITE ${OUT}.tmp "${c}")
 execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different ${OUT}.tmp ${OUT})
 file(REMOVE ${OUT}.tmp)

@@ -104,10 +104,18 @@ extern const char fl_lua_prelude[];
 extern const size_t fl_lua_prelude_len;
 extern const char *const fl_lua_body[FL_S_COUNT];
 extern const size_t fl_lua_body_len[FL_S_COUNT];
+extern const char *const fl_lua_name[FL_S_COUNT];
+extern const char fl_lua_version[]; /* 16 hex digits of their SHA1 */
 
 /* The text of a script: the prelude, then the operation's body. Built
  * once; NULL when out of memory. */
 const char *fl_script_text(enum fl_script s, size_t *len);
+
+/* The same operations as one library of Redis functions (Redis 7), named
+ * "cronoq_<version>", whose functions are "cronoq_<version>_<operation>":
+ * the prelude is run once, when the server loads the library, instead of
+ * on every call. Built once; NULL when out of memory. */
+const char *fl_library_text(size_t *len);
 
 /* Reply statuses of the scripts, besides cronoq.h's negative codes (see
  * src/fleet/lua/prelude.lua). */
@@ -152,13 +160,24 @@ struct fl_link {
   pthread_mutex_t mu;
   redisContext *c;
   char sha[FL_S_COUNT][41]; /* of the scripts, once loaded */
-  bool loaded;
-  bool down;             /* the last call could not reach the server */
-  int64_t sent_ms;       /* when the last script was sent (cq_now()) */
-  int64_t next_connect;  /* no connection attempt before (the backoff) */
-  uint32_t backoff;      /* failed connections in a row */
-  uint32_t drop_replies; /* tests: replies to drop, as if they were lost */
+  bool loaded;              /* the library or the scripts are on the server */
+  bool functions;           /* calls go to the library (FCALL), not EVALSHA */
+  bool down;                /* the last call could not reach the server */
+  int64_t sent_ms;          /* when the last script was sent (cq_now()) */
+  int64_t next_connect;     /* no connection attempt before (the backoff) */
+  uint32_t backoff;         /* failed connections in a row */
+  uint32_t drop_replies;    /* tests: replies to drop, as if they were lost */
+  /* A release sent by fl_release_send() whose reply is still to be read:
+   * the next call reads it after sending its own command. */
+  bool pending;
+  char pending_id[40];
+  uint32_t pending_gen;
 };
+
+/* Send a release of lease `id` (of session generation `gen`) without
+ * waiting for its reply, which the next call on the link reads (link.mu
+ * held). False when it was not sent: the caller runs it as a call. */
+bool fl_release_send(struct fl_pool *fp, const char *id, uint32_t gen);
 
 /* Where the pool's server is, for messages: "unix:///path", "host:port". */
 void fl_url_text(const struct fl_pool *fp, char *buf, size_t len);
@@ -501,6 +520,10 @@ int fl_run(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
 /* Tests: the owed work settled so far, by every pool of the process. */
 extern _Atomic uint64_t cq__fleet_settles;
 
+/* Tests and the bench: new connections run the operations as scripts, as
+ * on a server without functions. */
+extern _Atomic bool cq__fleet_no_functions;
+
 /* Settle the namespace's owed work and fetch the inbox (link.mu held). */
 int fl_settle(struct fl_pool *fp, struct fl_ctx *ctx, char *err, size_t len);
 
@@ -524,6 +547,9 @@ bool fl_session_dead(const struct fl_pool *fp);
 /* A release that could not reach the server: sent again later (mu held).
  * False when out of memory (the session's end returns it then). */
 bool fl_defer_release(struct fl_pool *fp, const struct fl_grant *g);
+
+/* The same for a lease known by its id and its session's generation. */
+bool fl_defer_release_id(struct fl_pool *fp, const char *id, uint32_t gen);
 int fl_bg_start(struct fl_pool *fp);
 void fl_bg_stop(struct fl_pool *fp);
 /* Wake the background thread (a new deadline, a close). */

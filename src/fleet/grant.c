@@ -445,6 +445,24 @@ static int held_check(cq_pool *pool, cq_grant *grant, struct fl_grant **out) {
   return 0;
 }
 
+/* A release that waits for no reply (CQ_FLEET_ASYNC_RELEASE): when this
+ * process has no waiter, the reply can carry no outcome for it, so the
+ * release is only sent, and the next call on the connection reads its
+ * reply (see fl_release_send()). The server runs it before any later call
+ * on the same connection; other connections are not ordered with it. */
+static bool release_sent(struct fl_pool *fp, struct fl_grant *g) {
+  if (!(fp->opts.fleet_flags & CQ_FLEET_ASYNC_RELEASE) ||
+      fl_link_lock(fp, call_limit(fp, 't', CQ_NEVER)) != 0)
+    return false;
+  pthread_mutex_lock(&fp->mu);
+  bool quiet =
+      fp->n_waiting == 0 && !g->lost && g->gen == fp->gen && fp->sid[0] != '\0';
+  pthread_mutex_unlock(&fp->mu);
+  bool sent = quiet && fl_release_send(fp, g->id, g->gen);
+  pthread_mutex_unlock(&fp->link.mu);
+  return sent;
+}
+
 int fl_op_grant_release(cq_pool *pool, cq_grant *grant) {
   struct fl_pool *fp = fl_pool_of(pool);
   struct fl_grant *g;
@@ -461,6 +479,19 @@ int fl_op_grant_release(cq_pool *pool, cq_grant *grant) {
     pthread_mutex_unlock(&fp->mu);
     fl_ctx_finish(fp, &ctx);
     return CQ_ESTATE;
+  }
+  if (release_sent(fp, g)) {
+    pthread_mutex_lock(&fp->mu);
+    if (g->lost) {
+      rc = CQ_ESTATE; /* lost meanwhile, and reported as such */
+    } else {
+      fl_held_unlink(fp, g);
+      fl_gstate_set(g, FL_G_IDLE);
+      fl_event(fp, CQ_EVENT_RELEASED, g, NULL, 0);
+    }
+    pthread_mutex_unlock(&fp->mu);
+    fl_ctx_finish(fp, &ctx);
+    return rc;
   }
   struct fl_args a;
   fl_args_init(&a);

@@ -20,8 +20,13 @@
  * per backoff interval, whichever thread asks: a call that would have to
  * wait for the next attempt beyond its limit fails at once.
  *
- * Scripts are run with EVALSHA and, when the server does not know them
- * (after a restart or SCRIPT FLUSH), with EVAL, which loads them again.
+ * The operations are a library of Redis functions (Redis 7), loaded once
+ * per server and run with FCALL, so that the policy's code is set up once
+ * rather than on every call. A server without functions, or a user that
+ * may not load them, runs the same operations as scripts: EVALSHA, and
+ * EVAL when the server does not know them (after a restart or SCRIPT
+ * FLUSH), which loads them again. A server that lost the library is given
+ * it again.
  */
 #include "fleet.h"
 
@@ -34,27 +39,40 @@
 #include <time.h>
 #include <unistd.h>
 
-redisReply *fl_command(redisContext *c, int argc, const char **argv,
-                       const size_t *lens) {
-  /* A server that closed the connection must not kill the process with
-   * SIGPIPE: blocked in this thread while writing, and a pending one is
-   * taken before it is unblocked again. */
-  sigset_t pipe_set, old;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  bool was_pending = false;
+/* A server that closed the connection must not kill the process with
+ * SIGPIPE: it is blocked in this thread while writing, and one raised
+ * meanwhile is taken before it is unblocked again. */
+struct pipe_guard {
+  sigset_t set, old;
+  bool was_pending;
+};
+
+static void pipe_block(struct pipe_guard *pg) {
+  sigemptyset(&pg->set);
+  sigaddset(&pg->set, SIGPIPE);
   sigset_t pending;
-  if (sigpending(&pending) == 0)
-    was_pending = sigismember(&pending, SIGPIPE) == 1;
-  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-  redisReply *r = redisCommandArgv(c, argc, argv, lens);
-  if (!was_pending && sigpending(&pending) == 0 &&
+  pg->was_pending =
+      sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+  pthread_sigmask(SIG_BLOCK, &pg->set, &pg->old);
+}
+
+static void pipe_unblock(struct pipe_guard *pg) {
+  sigset_t pending;
+  if (!pg->was_pending && sigpending(&pending) == 0 &&
       sigismember(&pending, SIGPIPE) == 1) {
     struct timespec zero = {0, 0};
-    while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
+    while (sigtimedwait(&pg->set, NULL, &zero) < 0 && errno == EINTR) {
     }
   }
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_sigmask(SIG_SETMASK, &pg->old, NULL);
+}
+
+redisReply *fl_command(redisContext *c, int argc, const char **argv,
+                       const size_t *lens) {
+  struct pipe_guard pg;
+  pipe_block(&pg);
+  redisReply *r = redisCommandArgv(c, argc, argv, lens);
+  pipe_unblock(&pg);
   return r;
 }
 
@@ -153,6 +171,9 @@ redisContext *fl_connect(const struct fl_pool *fp, int64_t wait_ms, char *err,
 
 static char *texts[FL_S_COUNT];
 static size_t text_len[FL_S_COUNT];
+static char *library;
+static size_t library_len;
+static char fnames[FL_S_COUNT][64];
 static pthread_once_t texts_once = PTHREAD_ONCE_INIT;
 
 /* Scripts that free memory or keep leases alive run on a server that is
@@ -163,32 +184,110 @@ static bool allow_oom(int s) {
          s != FL_S_SETCAP && s != FL_S_ONLINE && s != FL_S_REMOVE;
 }
 
+/* A growing text; `ok` turns false once an allocation failed. */
+struct text {
+  char *s;
+  size_t n, cap;
+  bool ok;
+};
+
+static void put(struct text *t, const char *s, size_t n) {
+  if (!t->ok)
+    return;
+  if (t->n + n + 1 > t->cap) {
+    size_t cap = (t->n + n + 1) * 2;
+    char *grown = realloc(t->s, cap);
+    if (grown == NULL) {
+      t->ok = false;
+      return;
+    }
+    t->s = grown;
+    t->cap = cap;
+  }
+  memcpy(t->s + t->n, s, n);
+  t->n += n;
+  t->s[t->n] = '\0';
+}
+
+static void puts_(struct text *t, const char *s) { put(t, s, strlen(s)); }
+
+/* Its text, or NULL (freed) when an allocation failed. */
+static char *text_end(struct text *t, size_t *len) {
+  if (!t->ok) {
+    free(t->s);
+    return NULL;
+  }
+  *len = t->n;
+  return t->s;
+}
+
+/* Each script is the prelude (without its "#!lua" line), a call of its
+ * begin(), then the operation's body; the library is the prelude once,
+ * then each body as a function that calls begin() first. */
 static void texts_build(void) {
   static const char plain[] = "#!lua\n", oom[] = "#!lua flags=allow-oom\n";
+  static const char begin[] = "\nbegin(KEYS, ARGV)\n";
   size_t skip = strncmp(fl_lua_prelude, plain, sizeof(plain) - 1) == 0
                     ? sizeof(plain) - 1
                     : 0;
+  const char *prelude = fl_lua_prelude + skip;
+  size_t prelude_len = fl_lua_prelude_len - skip;
+  struct text lib = {.ok = true};
+  puts_(&lib, "#!lua name=cronoq_");
+  puts_(&lib, fl_lua_version);
+  puts_(&lib, "\n");
+  put(&lib, prelude, prelude_len);
   for (int s = 0; s < FL_S_COUNT; s++) {
-    bool may_oom = allow_oom(s);
-    const char *head = may_oom ? oom : plain;
-    size_t hlen = may_oom ? sizeof(oom) - 1 : sizeof(plain) - 1;
-    size_t n = hlen + fl_lua_prelude_len - skip + fl_lua_body_len[s];
-    char *t = malloc(n + 1);
-    if (t == NULL)
-      continue;
-    memcpy(t, head, hlen);
-    memcpy(t + hlen, fl_lua_prelude + skip, fl_lua_prelude_len - skip);
-    memcpy(t + hlen + fl_lua_prelude_len - skip, fl_lua_body[s],
-           fl_lua_body_len[s] + 1);
-    texts[s] = t;
-    text_len[s] = n;
+    snprintf(fnames[s], sizeof(fnames[s]), "cronoq_%s_%s", fl_lua_version,
+             fl_lua_name[s]);
+    struct text t = {.ok = true};
+    puts_(&t, allow_oom(s) ? oom : plain);
+    put(&t, prelude, prelude_len);
+    put(&t, begin, sizeof(begin) - 1);
+    put(&t, fl_lua_body[s], fl_lua_body_len[s]);
+    texts[s] = text_end(&t, &text_len[s]);
+
+    puts_(&lib, "\nredis.register_function{function_name = '");
+    puts_(&lib, fnames[s]);
+    puts_(&lib, "', flags = {");
+    puts_(&lib, allow_oom(s) ? "'allow-oom'" : "");
+    puts_(&lib, "}, callback = function(KEYS, ARGV)");
+    put(&lib, begin, sizeof(begin) - 1);
+    put(&lib, fl_lua_body[s], fl_lua_body_len[s]);
+    puts_(&lib, "\nend}\n");
   }
+  library = text_end(&lib, &library_len);
 }
 
 const char *fl_script_text(enum fl_script s, size_t *len) {
   pthread_once(&texts_once, texts_build);
   *len = text_len[s];
   return texts[s];
+}
+
+const char *fl_library_text(size_t *len) {
+  pthread_once(&texts_once, texts_build);
+  *len = library_len;
+  return library;
+}
+
+/* Load the library of functions: true when the server has it now. A
+ * server without functions (before Redis 7) or a user whom the ACL does
+ * not allow FUNCTION LOAD runs the scripts instead. */
+static bool load_library(struct fl_link *l) {
+  size_t n;
+  const char *text = fl_library_text(&n);
+  if (text == NULL)
+    return false;
+  const char *argv[3] = {"FUNCTION", "LOAD", text};
+  size_t lens[3] = {8, 4, n};
+  redisReply *r = fl_command(l->c, 3, argv, lens);
+  if (r == NULL)
+    return false;
+  bool ok = r->type == REDIS_REPLY_STRING ||
+            (r->type == REDIS_REPLY_ERROR && strstr(r->str, "already exists"));
+  freeReplyObject(r);
+  return ok;
 }
 
 /* The scripts' SHA1s: the same for every connection and pool, learnt
@@ -198,8 +297,19 @@ static char shas[FL_S_COUNT][41];
 static bool shas_known;
 static pthread_mutex_t shas_mu = PTHREAD_MUTEX_INITIALIZER;
 
+_Atomic bool cq__fleet_no_functions;
+
 static bool load_scripts(struct fl_pool *fp, char *err, size_t len) {
   struct fl_link *l = &fp->link;
+  l->functions = !atomic_load(&cq__fleet_no_functions) && load_library(l);
+  if (l->functions) {
+    l->loaded = true;
+    return true;
+  }
+  if (l->c->err != 0) {
+    snprintf(err, len, "FUNCTION LOAD: %s", l->c->errstr);
+    return false;
+  }
   pthread_mutex_lock(&shas_mu);
   bool ok = true;
   for (int s = 0; s < FL_S_COUNT && !shas_known && ok; s++) {
@@ -345,31 +455,228 @@ static bool transient(const char *e) {
   return false;
 }
 
-int fl_call_locked(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
-                   redisReply **out, char *err, size_t len) {
-  struct fl_link *l = &fp->link;
-  const char *argv[FL_ARGS_MAX + 8];
-  size_t lens[FL_ARGS_MAX + 8];
-  int n = 0;
+/* The command's words, from argv[2] on: the key, the common arguments
+ * (the session, copied into `sid`, the work share, the retry flag, the
+ * host), then the call's own. Returns how many, and where the retry flag
+ * is. */
+static int words(struct fl_pool *fp, const struct fl_args *a, const char **argv,
+                 size_t *lens, char *sid, size_t sid_len, int *retry_at) {
+  int n = 2; /* argv[0] and argv[1] are set by send_script() */
   /* A copy: the background thread may mark the session lost meanwhile
    * (under mu alone), and a call already bound to it goes as it is. */
-  char sid[sizeof(fp->sid)];
   pthread_mutex_lock(&fp->mu);
-  memcpy(sid, fp->sid, sizeof(sid));
+  snprintf(sid, sid_len, "%s", fp->sid);
   pthread_mutex_unlock(&fp->mu);
-  argv[n] = "EVALSHA", lens[n++] = 7;
-  argv[n] = NULL, lens[n++] = 40; /* the SHA, set below */
   argv[n] = "1", lens[n++] = 1;
   argv[n] = fp->prefix, lens[n++] = strlen(fp->prefix);
   argv[n] = sid, lens[n++] = strlen(sid);
   argv[n] = fp->steps, lens[n++] = strlen(fp->steps);
-  int retry_at = n;
+  *retry_at = n;
   argv[n] = "0", lens[n++] = 1;
   argv[n] = fp->host, lens[n++] = strlen(fp->host);
   for (int i = 0; i < a->n; i++) {
     argv[n] = a->v[i];
     lens[n++] = a->len[i];
   }
+  return n;
+}
+
+/* The reply to a release that fl_release_send() left pending, read after
+ * the next command went out (NULL: lost with the connection). A release
+ * that did not run, or may not have, goes to the deferred releases, which
+ * the background thread sends again (a retry: applied once); outcomes or
+ * owed work that it brought are fetched by the background thread from the
+ * inbox, where they are too. */
+static void pending_done(struct fl_pool *fp, redisReply *r) {
+  struct fl_link *l = &fp->link;
+  l->pending = false;
+  int st = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 3
+               ? fl_reply_status(r)
+               : CQ_ESYS;
+  bool ran = st == FL_R_OK || st == FL_R_UNKNOWN;
+  bool clean =
+      ran && !fl_reply_owed(r) && r->elements == 3 + fl_reply_nvalues(r);
+  if (r != NULL)
+    freeReplyObject(r);
+  if (clean)
+    return;
+  pthread_mutex_lock(&fp->mu);
+  if (!ran)
+    (void)fl_defer_release_id(fp, l->pending_id, l->pending_gen);
+  fp->fetch_due = true;
+  pthread_mutex_unlock(&fp->mu);
+  fl_bg_kick(fp);
+}
+
+static redisReply *send_script(struct fl_pool *fp, enum fl_script script, int n,
+                               const char **argv, size_t *lens);
+
+/* Whether a reply says that the server does not have the code to run: it
+ * ran nothing. */
+static bool not_loaded(const redisReply *r) {
+  return r != NULL && r->type == REDIS_REPLY_ERROR &&
+         (strncmp(r->str, "NOSCRIPT", 8) == 0 ||
+          strncmp(r->str, "ERR Function not found", 22) == 0);
+}
+
+/* A release's command: its words and what they point into. */
+struct release_cmd {
+  struct fl_args a;
+  char id[40];
+  char sid[sizeof(((struct fl_pool *)0)->sid)];
+  const char *argv[FL_ARGS_MAX + 8];
+  size_t lens[FL_ARGS_MAX + 8];
+  int n;
+};
+
+static void release_cmd(struct fl_pool *fp, struct release_cmd *rc,
+                        const char *id) {
+  fl_args_init(&rc->a);
+  snprintf(rc->id, sizeof(rc->id), "%s", id);
+  fl_arg(&rc->a, rc->id);
+  int retry_at;
+  rc->n = words(fp, &rc->a, rc->argv, rc->lens, rc->sid, sizeof(rc->sid),
+                &retry_at);
+}
+
+/* The pending release once more, as a call: its first copy found the
+ * server without the library or the scripts (flushed, or restarted). */
+static void release_again(struct fl_pool *fp) {
+  struct release_cmd rc;
+  release_cmd(fp, &rc, fp->link.pending_id);
+  /* The send time stays the call's: a heartbeat's sets the deadline. */
+  int64_t sent = fp->link.sent_ms;
+  pending_done(fp, send_script(fp, FL_S_RELEASE, rc.n, rc.argv, rc.lens));
+  fp->link.sent_ms = sent;
+}
+
+/* One command and its reply; a pending release's reply is read in
+ * between, once the command went out, so that the two overlap. A release
+ * that found its code missing is sent again before the command's reply is
+ * given back: that command found it missing too, and is sent again after
+ * it. */
+static redisReply *exchange(struct fl_pool *fp, int n, const char **argv,
+                            const size_t *lens) {
+  struct fl_link *l = &fp->link;
+  if (!l->pending)
+    return fl_command(l->c, n, argv, lens);
+  struct pipe_guard pg;
+  pipe_block(&pg);
+  redisReply *r = NULL;
+  bool again = false;
+  if (redisAppendCommandArgv(l->c, n, argv, lens) == REDIS_OK) {
+    void *early = NULL;
+    bool ok = redisGetReply(l->c, &early) == REDIS_OK;
+    again = ok && not_loaded(early);
+    if (again) {
+      freeReplyObject(early);
+      l->pending = false;
+    } else {
+      pending_done(fp, early);
+    }
+    if (ok && redisGetReply(l->c, (void **)&r) != REDIS_OK)
+      r = NULL;
+  } else {
+    pending_done(fp, NULL);
+  }
+  pipe_unblock(&pg);
+  if (again && r != NULL)
+    release_again(fp);
+  else if (again)
+    pending_done(fp, NULL);
+  return r;
+}
+
+/* Run a script once: its function with FCALL, or the script with
+ * EVALSHA. A server that lost them (a restart without its data, FUNCTION
+ * FLUSH, SCRIPT FLUSH) says so before running anything: the library is
+ * loaded again, or the script sent whole with EVAL, and the call sent once
+ * more. argv[0] and argv[1] are set here. */
+static redisReply *send_script(struct fl_pool *fp, enum fl_script script, int n,
+                               const char **argv, size_t *lens) {
+  struct fl_link *l = &fp->link;
+  bool eval = false, reloaded = false;
+  for (;;) {
+    if (l->functions && !eval) {
+      argv[0] = "FCALL", lens[0] = 5;
+      argv[1] = fnames[script], lens[1] = strlen(fnames[script]);
+    } else if (eval) {
+      argv[0] = "EVAL", lens[0] = 4;
+      argv[1] = fl_script_text(script, &lens[1]);
+    } else {
+      argv[0] = "EVALSHA", lens[0] = 7;
+      argv[1] = l->sha[script], lens[1] = 40;
+    }
+    l->sent_ms = cq_now();
+    redisReply *r = exchange(fp, n, argv, lens);
+    if (r == NULL || r->type != REDIS_REPLY_ERROR || eval)
+      return r;
+    if (l->functions && strncmp(r->str, "ERR Function not found", 22) == 0) {
+      freeReplyObject(r);
+      /* Loaded again; if the server will not, the script goes whole. */
+      eval = reloaded || !load_library(l);
+      reloaded = true;
+      if (l->c->err != 0)
+        return NULL;
+      continue;
+    }
+    if (l->functions && strncmp(r->str, "ERR unknown command", 19) == 0) {
+      /* Another server now (a failover), one without functions. */
+      freeReplyObject(r);
+      l->functions = false;
+      eval = true;
+      continue;
+    }
+    if (!l->functions && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+      freeReplyObject(r);
+      eval = true;
+      continue;
+    }
+    return r;
+  }
+}
+
+bool fl_release_send(struct fl_pool *fp, const char *id, uint32_t gen) {
+  struct fl_link *l = &fp->link;
+  if (l->c == NULL || l->pending || l->drop_replies > 0)
+    return false;
+  struct release_cmd rc;
+  release_cmd(fp, &rc, id);
+  if (l->functions) {
+    rc.argv[0] = "FCALL", rc.lens[0] = 5;
+    rc.argv[1] = fnames[FL_S_RELEASE];
+    rc.lens[1] = strlen(fnames[FL_S_RELEASE]);
+  } else {
+    rc.argv[0] = "EVALSHA", rc.lens[0] = 7;
+    rc.argv[1] = l->sha[FL_S_RELEASE], rc.lens[1] = 40;
+  }
+  struct pipe_guard pg;
+  pipe_block(&pg);
+  int done = 0;
+  bool ok = redisAppendCommandArgv(l->c, rc.n, rc.argv, rc.lens) == REDIS_OK;
+  while (ok && !done)
+    ok = redisBufferWrite(l->c, &done) == REDIS_OK;
+  pipe_unblock(&pg);
+  if (!ok) {
+    /* Perhaps written in part: the caller sends it again, in full, on a
+     * new connection (a release is idempotent). */
+    drop_connection(l);
+    return false;
+  }
+  l->pending = true;
+  snprintf(l->pending_id, sizeof(l->pending_id), "%s", id);
+  l->pending_gen = gen;
+  return true;
+}
+
+int fl_call_locked(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
+                   redisReply **out, char *err, size_t len) {
+  struct fl_link *l = &fp->link;
+  const char *argv[FL_ARGS_MAX + 8];
+  size_t lens[FL_ARGS_MAX + 8];
+  char sid[sizeof(fp->sid)];
+  int retry_at;
+  int n = words(fp, a, argv, lens, sid, sizeof(sid), &retry_at);
 
   int64_t give_up = cq_now() + fp->timeout_ms;
   if (a->until < give_up)
@@ -394,26 +701,8 @@ int fl_call_locked(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
       wait = per_try;
     (void)redisSetTimeout(l->c, tv_of(wait > 0 ? wait : 1));
     argv[retry_at] = sent ? "1" : "0";
-    bool eval = false;
-    redisReply *r;
-    for (;;) {
-      argv[0] = eval ? "EVAL" : "EVALSHA";
-      lens[0] = eval ? 4 : 7;
-      size_t tlen;
-      const char *text = fl_script_text(script, &tlen);
-      argv[1] = eval ? text : l->sha[script];
-      lens[1] = eval ? tlen : 40;
-      l->sent_ms = cq_now();
-      sent = true;
-      r = fl_command(l->c, n, argv, lens);
-      if (r != NULL && r->type == REDIS_REPLY_ERROR &&
-          strncmp(r->str, "NOSCRIPT", 8) == 0 && !eval) {
-        freeReplyObject(r);
-        eval = true;
-        continue;
-      }
-      break;
-    }
+    redisReply *r = send_script(fp, script, n, argv, lens);
+    sent = true;
     if (r != NULL && l->drop_replies > 0) {
       /* Tests: the reply is lost as a timeout would lose it. */
       l->drop_replies--;

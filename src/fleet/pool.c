@@ -99,7 +99,8 @@ static int take_opts(struct fl_pool *fp, const cq_fleet_opts *o) {
     return CQ_EINVAL;
   }
   if ((o->flags & ~(unsigned)KNOWN_FLAGS) != 0 ||
-      (o->fleet_flags & ~(unsigned)CQ_FLEET_AUDIT) != 0) {
+      (o->fleet_flags & ~(unsigned)(CQ_FLEET_AUDIT | CQ_FLEET_ASYNC_RELEASE)) !=
+          0) {
     fl_error("cq_fleet_opts: unknown flags");
     return CQ_EINVAL;
   }
@@ -733,6 +734,18 @@ int64_t cq__fleet_local_deadline(cq_pool *pool);
 /* The bench and tests: the session's local deadline (CQ_NEVER: none). */
 int64_t cq__fleet_local_deadline(cq_pool *pool) {
   return atomic_load(&fl_pool_of(pool)->deadline_ms);
+}
+
+uint64_t cq__fleet_beats(cq_pool *pool);
+
+/* Tests: the heartbeats answered so far (the first comes right after the
+ * session opens), to wait for the background thread to be idle. */
+uint64_t cq__fleet_beats(cq_pool *pool) {
+  struct fl_pool *fp = fl_pool_of(pool);
+  pthread_mutex_lock(&fp->mu);
+  uint64_t n = fp->beats;
+  pthread_mutex_unlock(&fp->mu);
+  return n;
 }
 
 void cq__fleet_drop_replies(cq_pool *pool, unsigned n);

@@ -506,7 +506,11 @@ void fl_session_check(struct fl_pool *fp, struct fl_ctx *ctx) {
 }
 
 bool fl_defer_release(struct fl_pool *fp, const struct fl_grant *g) {
-  if (g->gen != fp->gen)
+  return fl_defer_release_id(fp, g->id, g->gen);
+}
+
+bool fl_defer_release_id(struct fl_pool *fp, const char *id, uint32_t gen) {
+  if (gen != fp->gen)
     return true; /* its session is gone, and its lease with it */
   if (fp->n_deferred == fp->cap_deferred) {
     size_t cap = fp->cap_deferred ? fp->cap_deferred * 2 : 16;
@@ -516,8 +520,8 @@ bool fl_defer_release(struct fl_pool *fp, const struct fl_grant *g) {
     fp->deferred = grown;
     fp->cap_deferred = cap;
   }
-  memcpy(fp->deferred[fp->n_deferred++], g->id, sizeof(g->id));
-  fp->deferred_gen = g->gen;
+  snprintf(fp->deferred[fp->n_deferred++], sizeof(fp->deferred[0]), "%s", id);
+  fp->deferred_gen = gen;
   return true;
 }
 

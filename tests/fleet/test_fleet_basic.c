@@ -398,22 +398,84 @@ test_a_failed_spec_on_a_fleet_pool_keeps_what_it_declared_before(void **s) {
   assert_cq_ok(cq_pool_destroy(a));
 }
 
+/* One try and release of "db" on `p`, and which way the server ran them:
+ * true when through the library (FCALL), false as scripts. */
+static bool try_and_release_ran_as_functions(cq_pool *p) {
+  char ok[16];
+  cqr_str(&fleet_server, ok, sizeof(ok), "CONFIG", "RESETSTAT", NULL);
+  assert_string_equal(ok, "OK");
+  cq_req req;
+  assert_cq_ok(cq_req_init(&req, p));
+  assert_cq_ok(cq_req_add(&req, "db", 1));
+  cq_grant g;
+  cq_grant_init(&g);
+  assert_cq_ok(cq_grant_try(p, &g, &req));
+  assert_cq_ok(cq_grant_release(p, &g));
+  cq_resource_stats st;
+  assert_cq_ok(cq_resource_stats_get(p, "db", &st));
+  assert_int_equal(st.in_use, 0);
+  char info[8192];
+  cqr_str(&fleet_server, info, sizeof(info), "INFO", "commandstats", NULL);
+  bool fcall = strstr(info, "cmdstat_fcall:") != NULL;
+  bool scripts = strstr(info, "cmdstat_evalsha:") != NULL ||
+                 strstr(info, "cmdstat_eval:") != NULL;
+  assert_true(fcall != scripts);
+  return fcall;
+}
+
 static void test_scripts_come_back_after_script_flush(void **state) {
+  (void)state;
+  fleet_server_up();
+  const char *ns = fleet_new_ns();
+  /* As on a server without functions. */
+  atomic_store(&cq__fleet_no_functions, true);
+  cq_pool *a = fleet_open_as(ns, "hostA", NULL);
+  atomic_store(&cq__fleet_no_functions, false);
+  assert_cq_ok(cq_budget_add(a, "db", 1));
+  char ok[16];
+  cqr_str(&fleet_server, ok, sizeof(ok), "SCRIPT", "FLUSH", NULL);
+  assert_string_equal(ok, "OK");
+  assert_false(try_and_release_ran_as_functions(a));
+  assert_false(try_and_release_ran_as_functions(a));
+  assert_cq_ok(cq_pool_destroy(a));
+}
+
+static void test_the_library_comes_back_after_function_flush(void **state) {
   (void)state;
   fleet_server_up();
   const char *ns = fleet_new_ns();
   cq_pool *a = fleet_open_as(ns, "hostA", NULL);
   assert_cq_ok(cq_budget_add(a, "db", 1));
+  assert_true(try_and_release_ran_as_functions(a));
   char ok[16];
-  cqr_str(&fleet_server, ok, sizeof(ok), "SCRIPT", "FLUSH", NULL);
+  cqr_str(&fleet_server, ok, sizeof(ok), "FUNCTION", "FLUSH", NULL);
   assert_string_equal(ok, "OK");
-  cq_req req;
-  assert_cq_ok(cq_req_init(&req, a));
-  assert_cq_ok(cq_req_add(&req, "db", 1));
-  cq_grant g;
-  cq_grant_init(&g);
-  assert_cq_ok(cq_grant_try(a, &g, &req));
-  assert_cq_ok(cq_grant_release(a, &g));
+  assert_true(try_and_release_ran_as_functions(a));
+  assert_true(try_and_release_ran_as_functions(a));
+  assert_cq_ok(cq_pool_destroy(a));
+}
+
+static void test_a_user_that_may_not_load_functions_runs_scripts(void **state) {
+  (void)state;
+  fleet_server_up();
+  char ok[16];
+  cqr_str(&fleet_server, ok, sizeof(ok), "ACL", "SETUSER", "nofunc", "reset",
+          "on", ">pw", "~*", "&*", "+@all", "-function", NULL);
+  assert_string_equal(ok, "OK");
+  cqr_str(&fleet_server, ok, sizeof(ok), "FUNCTION", "FLUSH", NULL);
+  assert_string_equal(ok, "OK");
+  const char *ns = fleet_new_ns();
+  cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.username = "nofunc";
+  o.password = "pw";
+  cq_pool *a = fleet_open_as(ns, "hostA", &o);
+  assert_cq_ok(cq_budget_add(a, "db", 1));
+  assert_false(try_and_release_ran_as_functions(a));
+  /* Another user's pool loads the library; this one keeps to scripts. */
+  cq_pool *b = fleet_open_as(ns, "hostB", NULL);
+  assert_true(try_and_release_ran_as_functions(b));
+  assert_false(try_and_release_ran_as_functions(a));
+  assert_cq_ok(cq_pool_destroy(b));
   assert_cq_ok(cq_pool_destroy(a));
 }
 
@@ -434,6 +496,8 @@ int main(void) {
       cmocka_unit_test(
           test_a_failed_spec_on_a_fleet_pool_keeps_what_it_declared_before),
       cmocka_unit_test(test_scripts_come_back_after_script_flush),
+      cmocka_unit_test(test_the_library_comes_back_after_function_flush),
+      cmocka_unit_test(test_a_user_that_may_not_load_functions_runs_scripts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

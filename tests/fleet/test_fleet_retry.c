@@ -8,6 +8,7 @@
 #include <hiredis/hiredis.h>
 
 void cq__fleet_drop_replies(cq_pool *pool, unsigned n);
+uint64_t cq__fleet_beats(cq_pool *pool);
 
 static char key[96];
 
@@ -129,12 +130,110 @@ static void test_a_cancel_sent_again_cancels_once(void **state) {
   assert_cq_ok(cq_pool_destroy(p));
 }
 
+/* Without CQ_FLEET_ASYNC_RELEASE, a release has been applied on the
+ * server when it returns: any connection sees the units free. */
+static void
+test_a_release_is_applied_on_the_server_when_it_returns(void **state) {
+  (void)state;
+  struct fixture f;
+  fixture(&f, 1, true);
+  for (int i = 0; i < 50; i++) {
+    assert_cq_ok(cq_grant_release(f.p, &f.held));
+    assert_int_equal(leases(f.ns), 0);
+    assert_int_equal(
+        cqr_int(&fleet_server, "HGET", k(f.ns, "r:db"), "used", NULL), 0);
+    assert_cq_ok(cq_grant_try(f.p, &f.held, &f.req));
+  }
+  assert_cq_ok(cq_grant_release(f.p, &f.held));
+  assert_cq_ok(cq_pool_destroy(f.p));
+}
+
+/* The fixture on a pool with CQ_FLEET_ASYNC_RELEASE, with f->g held.
+ * Its heartbeats are rare, and the first is over when this returns, so
+ * that the next call, not the background thread, reads a release's
+ * reply. */
+static void async_fixture(struct fixture *f) {
+  fleet_server_up();
+  f->ns = fleet_new_ns();
+  cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.fleet_flags = CQ_FLEET_ASYNC_RELEASE;
+  o.ttl_ms = 60000;
+  o.heartbeat_ms = 20000;
+  f->p = fleet_open_as(f->ns, "h", &o);
+  assert_cq_ok(cq_budget_add(f->p, "db", 1));
+  cqt_req(&f->req, f->p, "db:1");
+  cq_grant_init(&f->g);
+  for (int i = 0; i < 2000 && cq__fleet_beats(f->p) == 0; i++)
+    cqt_sleep_ms(5);
+  assert_true(cq__fleet_beats(f->p) > 0);
+  assert_cq_ok(cq_grant_try(f->p, &f->g, &f->req));
+}
+
+/* An async release is not waited for, but the pool's next call comes
+ * after it on the server. */
+static void
+test_an_async_release_comes_before_the_pools_next_call(void **state) {
+  (void)state;
+  struct fixture f;
+  async_fixture(&f);
+  for (int i = 0; i < 100; i++) {
+    assert_cq_ok(cq_grant_release(f.p, &f.g));
+    assert_int_equal(cqt_budget(f.p, "db").in_use, 0);
+    assert_cq_ok(cq_grant_try(f.p, &f.g, &f.req));
+  }
+  assert_cq_ok(cq_grant_release(f.p, &f.g));
+  assert_int_equal(cqt_budget(f.p, "db").in_use, 0);
+  assert_int_equal(leases(f.ns), 0);
+  cq_fleet_stats st;
+  assert_cq_ok(cq_fleet_stats_get(f.p, &st));
+  assert_int_equal(st.deferred, 0);
+  assert_cq_ok(cq_pool_destroy(f.p));
+}
+
+/* The connection breaks before the next call reads an async release's
+ * reply: the background thread sends it again, and it is applied once. */
+static void
+test_an_async_release_whose_reply_is_lost_is_applied_once(void **state) {
+  (void)state;
+  struct fixture f;
+  async_fixture(&f);
+  assert_cq_ok(cq_grant_release(f.p, &f.g));
+  assert_true(
+      cqr_int(&fleet_server, "CLIENT", "KILL", "TYPE", "normal", NULL) >= 1);
+  int64_t in_use = 1;
+  for (int i = 0; i < 2000 && in_use != 0; i++) {
+    in_use = cqt_budget(f.p, "db").in_use;
+    if (in_use != 0)
+      cqt_sleep_ms(5);
+  }
+  assert_int_equal(in_use, 0);
+  cq_fleet_stats st;
+  for (int i = 0; i < 2000; i++) {
+    assert_cq_ok(cq_fleet_stats_get(f.p, &st));
+    if (st.deferred > 0)
+      break;
+    cqt_sleep_ms(5);
+  }
+  assert_int_equal(st.deferred, 1);
+  assert_int_equal(leases(f.ns), 0);
+  assert_int_equal(
+      cqr_int(&fleet_server, "HGET", k(f.ns, "r:db"), "used", NULL), 0);
+  assert_cq_ok(cq_grant_try(f.p, &f.g, &f.req));
+  assert_cq_ok(cq_grant_release(f.p, &f.g));
+  assert_int_equal(cqt_budget(f.p, "db").in_use, 0);
+  assert_cq_ok(cq_pool_destroy(f.p));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(
           test_an_acquire_sent_again_with_the_same_id_yields_one_lease),
       cmocka_unit_test(test_a_waiting_acquire_sent_again_waits_once),
       cmocka_unit_test(test_a_cancel_sent_again_cancels_once),
+      cmocka_unit_test(test_a_release_is_applied_on_the_server_when_it_returns),
+      cmocka_unit_test(test_an_async_release_comes_before_the_pools_next_call),
+      cmocka_unit_test(
+          test_an_async_release_whose_reply_is_lost_is_applied_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
  * The fleet pool under stress: eight worker processes do random
  * multi-resource work on one namespace (two budgets and this host's device
  * pool; tries, blocking acquires with short deadlines, releases and partial
- * releases, up to three grants held at once), while a checker process
+ * releases, up to three grants held at once; half of them with releases
+ * that wait for no reply, CQ_FLEET_ASYNC_RELEASE), while a checker process
  * changes the budgets' capacities and runs the namespace's own checker
  * (src/fleet/lua/fsck.lua) again and again, and the parent SIGKILLs
  * workers (starting new processes in their place) and SIGSTOPs others,
@@ -71,9 +72,11 @@ struct shared {
 static struct shared *sh;
 static const char *stress_ns;
 
-static cq_pool *stress_open(cq_event_fn on_event, void *arg) {
+static cq_pool *stress_open(cq_event_fn on_event, void *arg,
+                            unsigned fleet_flags) {
   cq_fleet_opts o = short_ttl_opts(TTL_MS, HEARTBEAT_MS, on_event);
   o.event_arg = arg;
+  o.fleet_flags = fleet_flags;
   return child_open(stress_ns, &o);
 }
 
@@ -256,7 +259,9 @@ static int worker_main(void *arg, int fd) {
   told_of = calloc(TOLD_CAP, 1);
   if (told_of == NULL)
     _exit(2);
-  w.pool = stress_open(on_lost, NULL);
+  /* Half the workers do not wait for their releases' replies. */
+  w.pool =
+      stress_open(on_lost, NULL, w.index % 2 == 1 ? CQ_FLEET_ASYNC_RELEASE : 0);
   unsigned seed = (unsigned)getpid() * 2654435761u;
   enum { NREQ = 12 };
   cq_req reqs[NREQ];
@@ -294,7 +299,7 @@ static int worker_main(void *arg, int fd) {
 static int checker_main(void *arg, int fd) {
   (void)arg;
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  cq_pool *p = stress_open(NULL, NULL);
+  cq_pool *p = stress_open(NULL, NULL, 0);
   int64_t cap[2] = {10, 3}, ceiling[2] = {10, 3};
   if (cq_budget_add(p, "mem", cap[MEM]) != 0 ||
       cq_budget_add(p, "licence", cap[LIC]) != 0 ||
@@ -523,7 +528,7 @@ test_fleet_stress_nothing_is_over_admitted_or_lost_under_kills_and_pauses(
   /* No more forks: the parent may have a pool (and its threads) now. The
    * killed workers' sessions expire, the paused ones' lost leases leave
    * their ledgers and the server; then both sides agree. Bounded. */
-  cq_pool *p = stress_open(NULL, NULL);
+  cq_pool *p = stress_open(NULL, NULL, 0);
   char why[256] = "";
   bool agree = false;
   for (int i = 0; i < 600 && !agree; i++) {

@@ -33,17 +33,16 @@
 -- - A script checks everything before it writes, so that a refusal
 --   changes nothing (scripts have no rollback).
 
-local P = KEYS[1]
-local SID = ARGV[1]
-local STEPS = tonumber(ARGV[2])
-local RETRY = ARGV[3] == '1'
-local HOST = ARGV[4] -- the caller's host, for names without one
+-- Per call (set by begin(), below): the key prefix, the calling session,
+-- the script's share of work, whether this is a retry, the caller's host
+-- (for names without one) and the arguments.
+local P, SID, STEPS, RETRY, HOST, ARGS
 local ARG0 = 4 -- the operation's own arguments start after this
 
-local call = redis.call
+local call -- redis.call, which a library may take only once it runs
 local BUDGET, DEVICES, CLASS = 1, 2, 3
 local MILLI = 1000
-local INF = math.huge
+local INF = 1 / 0 -- math.huge: a library may not use globals as it loads
 local LONE = 1
 
 -- Reply statuses besides the negative error codes of cronoq.h.
@@ -53,7 +52,7 @@ local QUARANTINE = 8 -- the namespace grants nothing yet (value: ms left)
 local EINVAL, EBUSY, ETIMEDOUT, ECANCELED, ECLOSED, ENEVER, ENOENT, EEXIST,
   EINUSE, ESTATE, ERANGE = -1, -3, -4, -5, -6, -7, -8, -9, -10, -11, -13
 
-local steps = 0
+local steps
 local function rc(...)
   steps = steps + 1
   return call(...)
@@ -73,10 +72,7 @@ local function now_ms()
 end
 
 local SCHEMA = '1'
-local META = call('HMGET', P .. 'meta', 'schema', 'staged', 'owed', 'audit',
-  'q')
-local STAGED = META[2] == '1'
-local AUDIT = META[4] == '1'
+local META, STAGED, AUDIT
 
 local function split(s)
   local t = {}
@@ -88,7 +84,7 @@ end
 -- Resources, cached for the script and written back by finish()
 -- --------------------------------------------------------------------------
 
-local RES, RLIST = {}, {}
+local RES, RLIST
 
 -- The fields of a resource's hash that scripts change, written back by
 -- finish() when they did.
@@ -170,7 +166,7 @@ end
 -- Device pools
 -- --------------------------------------------------------------------------
 
-local DEVS = {}
+local DEVS
 
 local function devs(r)
   local d = DEVS[r.name]
@@ -298,7 +294,7 @@ end
 
 -- The waiters this script read (by id; false: none) and changed, written
 -- back by finish() (see waiting()).
-local WAIT, WLIST = {}, {}
+local WAIT, WLIST
 
 -- --------------------------------------------------------------------------
 -- Claimants, offers, coverage
@@ -333,8 +329,7 @@ end
 -- --------------------------------------------------------------------------
 
 -- name -> the arrival after which its blocked waiters must be walked.
-local DIRTY = {}
-local NDIRTY = 0
+local DIRTY, NDIRTY
 
 local function mark(r, after)
   if r.nb == 0 then return end
@@ -407,12 +402,12 @@ end
 -- Items from the arguments at `at`: a count, then (mode, name, uid,
 -- amount) per item, in resource order.
 local function parse_items(at)
-  local n = tonumber(ARGV[at])
+  local n = tonumber(ARGS[at])
   local items = {}
   for i = 1, n do
     local b = at + (i - 1) * 4
-    items[i] = {m = ARGV[b + 1], name = ARGV[b + 2], uid = tonumber(ARGV[b + 3]),
-                a = tonumber(ARGV[b + 4])}
+    items[i] = {m = ARGS[b + 1], name = ARGS[b + 2], uid = tonumber(ARGS[b + 3]),
+                a = tonumber(ARGS[b + 4])}
   end
   return items, at + 1 + n * 4
 end
@@ -421,8 +416,8 @@ end
 -- Leases and outcomes
 -- --------------------------------------------------------------------------
 
-local OUT = {} -- outcomes for the calling session, in order
-local PUB = {} -- other sessions' outcomes, sent on their channels
+local OUT -- outcomes for the calling session, in order
+local PUB -- other sessions' outcomes, sent on their channels
 
 -- Tell session `sid` an outcome: its inbox, which its heartbeat fetches,
 -- and the reply when it is the caller, else a message on its channel that
@@ -607,6 +602,7 @@ end
 -- creating these functions, which every call of a script would otherwise
 -- do before its first line of work.
 local W
+local WMAX -- per call: the longest wait of each resource, once read
 
 local function waiting()
   if W ~= nil then return W end
@@ -786,8 +782,6 @@ local function waiting()
     if e > 44 then return 8 + 8 * 42 - 1 end
     return 8 + (e - 3) * 8 + math.floor(v / 2 ^ (e - 3)) % 8
   end
-
-  local WMAX = {}
 
   local function wait_add(r, v)
     if v < 0 then v = 0 end
@@ -1123,3 +1117,15 @@ local function quarantine_left()
   return q - now_ms()
 end
 
+-- Every call starts here: the state above is per call, and a script or a
+-- function of the library (the two ways link.c runs these) begins afresh.
+-- The namespace's meta record is read once for the whole call.
+local function begin(keys, args)
+  call, P, ARGS = redis.call, keys[1], args
+  SID, STEPS, RETRY, HOST = args[1], tonumber(args[2]), args[3] == '1', args[4]
+  steps, NOW = 0, nil
+  META = call('HMGET', P .. 'meta', 'schema', 'staged', 'owed', 'audit', 'q')
+  STAGED, AUDIT = META[2] == '1', META[4] == '1'
+  RES, RLIST, DEVS, WAIT, WLIST = {}, {}, {}, {}, {}
+  DIRTY, NDIRTY, OUT, PUB, WMAX = {}, 0, {}, {}, {}
+end
