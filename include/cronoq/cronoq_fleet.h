@@ -67,7 +67,10 @@
  *   CQ_ESTATE), and the attempts still waiting fail with CQ_EUNAVAILABLE.
  *   A new session is opened for what comes next. A process that is
  *   stopped cannot be told while it is stopped: cq_grant_is_held() turns 0
- *   at the deadline, and the event comes as it resumes.
+ *   at the deadline, and the event comes as it resumes. Once past the
+ *   deadline a grant stays lost, even if a heartbeat's reply arrives
+ *   after it; an acquire whose session is lost before its reply is
+ *   applied fails with CQ_EUNAVAILABLE and holds nothing.
  * - When the server cannot be reached in time, calls fail closed with
  *   CQ_EUNAVAILABLE and cq_fleet_error() (or cq_grant_error()) says why:
  *   nothing is granted. A blocking acquire gives up at its deadline

@@ -437,7 +437,8 @@ struct fl_pool {
 
   uint32_t n_names, cap_names;
   uint32_t ev_cap, ev_head, ev_count;
-  int wake_fd[2]; /* the background thread's wake-up pipe */
+  _Atomic uint32_t late; /* tests: FL_LATE_* (cq__fleet_late_reply()) */
+  int wake_fd[2];        /* the background thread's wake-up pipe */
   struct fl_url url;
   char ns[65];
   char prefix[80]; /* "cq:{<namespace>}:" */
@@ -554,6 +555,16 @@ int fl_bg_start(struct fl_pool *fp);
 void fl_bg_stop(struct fl_pool *fp);
 /* Wake the background thread (a new deadline, a close). */
 void fl_bg_kick(struct fl_pool *fp);
+
+/* Tests (cq__fleet_late_reply()): the next reply of a heartbeat is applied
+ * only once the session's local deadline has passed, that of an acquire
+ * only once another thread has found the session lost, as a reply that
+ * came late or a thread descheduled before applying it would. */
+#define FL_LATE_HEARTBEAT 1u
+#define FL_LATE_ACQUIRE 2u
+/* Hold back the reply in hand if `which` is set (link.mu held, mu not);
+ * bounded. */
+void fl_late_reply(struct fl_pool *fp, uint32_t which);
 
 /* The waiting table (mu held). */
 int fl_table_put(struct fl_pool *fp, struct fl_grant *g);

@@ -195,9 +195,27 @@ static int send_acquire(struct fl_pool *fp, struct fl_grant *g,
       }
       return rc == FL_ESESSION ? CQ_EUNAVAILABLE : rc;
     }
+    fl_late_reply(fp, FL_LATE_ACQUIRE);
     int st = fl_reply_status(rep);
     pthread_mutex_lock(&fp->mu);
-    if (st == FL_R_QUARANTINE) {
+    /* The session may have been lost while the call was in flight (the
+     * background thread keeps the local deadline with mu alone), or have
+     * passed its deadline since: then the lease or waiter the server made
+     * belongs to a dead session, which takes it with it when it is ended,
+     * and nothing may be held or wait here on its behalf. */
+    fl_session_check(fp, ctx);
+    bool gone = g->gen != fp->gen || fp->sid[0] == '\0';
+    if (gone && (st == FL_R_OK || st == FL_R_WAITING)) {
+      fp->stats.unavailable++;
+      /* Sent again on a newer session, its copy there is a stray that the
+       * next heartbeat ends. */
+      fp->doubt = true;
+      fl_msgf(fl_gmsg(g),
+              "fleet: the session was lost while the acquire was in flight: "
+              "nothing is held, and what the server made for it goes with "
+              "the session");
+      st = CQ_EUNAVAILABLE;
+    } else if (st == FL_R_QUARANTINE) {
       int64_t left = fl_reply_int(rep, 0);
       fp->stats.quarantine_ms = left;
       fp->stats.unavailable++;

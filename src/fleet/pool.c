@@ -760,6 +760,14 @@ void cq__fleet_drop_replies(cq_pool *pool, unsigned n) {
   pthread_mutex_unlock(&fp->link.mu);
 }
 
+void cq__fleet_late_reply(cq_pool *pool, uint32_t which);
+
+/* Tests: the next reply of a heartbeat (FL_LATE_HEARTBEAT) or an acquire
+ * (FL_LATE_ACQUIRE) is applied late (fl_late_reply()). */
+void cq__fleet_late_reply(cq_pool *pool, uint32_t which) {
+  atomic_fetch_or(&fl_pool_of(pool)->late, which);
+}
+
 /* ------------------------------------------------------------------------ */
 /* For host schedulers                                                       */
 /* ------------------------------------------------------------------------ */

@@ -505,6 +505,19 @@ void fl_session_check(struct fl_pool *fp, struct fl_ctx *ctx) {
     fl_session_lost(fp, "no heartbeat was answered within the TTL", ctx);
 }
 
+void fl_late_reply(struct fl_pool *fp, uint32_t which) {
+  if (!(atomic_load_explicit(&fp->late, memory_order_relaxed) & which) ||
+      !(atomic_fetch_and(&fp->late, ~which) & which))
+    return;
+  /* Polled: the other thread keeps the deadline with mu alone. */
+  for (int i = 0; i < 30000; i++) {
+    if (which == FL_LATE_HEARTBEAT ? fl_session_dead(fp)
+                                   : atomic_load(&fp->deadline_ms) == CQ_NEVER)
+      return;
+    (void)poll(NULL, 0, 1);
+  }
+}
+
 bool fl_defer_release(struct fl_pool *fp, const struct fl_grant *g) {
   return fl_defer_release_id(fp, g->id, g->gen);
 }
@@ -770,6 +783,7 @@ static int heartbeat_locked(struct fl_pool *fp, bool reap, bool check,
     rc = fl_call_locked(fp, FL_S_HEARTBEAT, &a, &r, err, len);
     if (rc != 0)
       return rc;
+    fl_late_reply(fp, FL_LATE_HEARTBEAT);
     int st = fl_reply_status(r);
     if (st == FL_R_OWED) {
       freeReplyObject(r);
@@ -799,6 +813,17 @@ static int heartbeat_locked(struct fl_pool *fp, bool reap, bool check,
     size_t ia = wa + nw;
     struct strays s = {0};
     pthread_mutex_lock(&fp->mu);
+    /* Applied after the local deadline (the reply came late, or this
+     * thread was descheduled): the leases were lost at the deadline, told
+     * or not yet, and the reply must not revive the session. (Only lost:
+     * no other session can open while this call holds the connection.) */
+    fl_session_check(fp, ctx);
+    if (fp->sid[0] == '\0') {
+      pthread_mutex_unlock(&fp->mu);
+      freeReplyObject(r);
+      recover_locked(fp, "the local deadline passed", ctx);
+      return 0;
+    }
     for (size_t i = ia; i < n; i++) {
       uint64_t seq = head + i - ia;
       if (seq > fp->inbox_seen) {
@@ -809,8 +834,7 @@ static int heartbeat_locked(struct fl_pool *fp, bool reap, bool check,
     fence_check(fp, (uint64_t)fl_reply_int(r, HB_FENCE));
     if (check && ia <= n)
       reconcile(fp, r, la, nl, wa, nw, &s, ctx);
-    if (fp->deadline_ms != CQ_NEVER)
-      fp->deadline_ms = sent + fp->ttl_ms - fp->margin_ms;
+    fp->deadline_ms = sent + fp->ttl_ms - fp->margin_ms;
     /* Dead sessions left to reclaim: the next heartbeat at once. */
     fp->next_hb_ms = more ? sent : sent + fp->heartbeat_ms;
     fp->fetch_due = false;

@@ -5,7 +5,9 @@
  * subscribers cut, paused, out of memory; a namespace of another schema.
  * Every test starts the servers it needs (Unix sockets in temporary
  * directories, a loopback port only where replication needs one) and
- * stops them by PID.
+ * stops them by PID. A reply applied after the local deadline (it came
+ * late, or its thread was descheduled) is the one failure made with a
+ * test hook (cq__fleet_late_reply()), so that it happens every run.
  *
  * Times are short (TTL 1 s, heartbeat 200 ms) and every wait is bounded
  * by many times what it should take. What the tests print (recovery
@@ -25,6 +27,7 @@
 #include <sys/socket.h>
 
 int cq__fleet_fsck(cq_pool *pool, char *problems, size_t len);
+void cq__fleet_late_reply(cq_pool *pool, uint32_t which);
 
 #define TTL_MS 1000
 #define HEARTBEAT_MS 200
@@ -860,6 +863,99 @@ test_a_pool_cut_off_from_its_server_is_destroyed_cleanly(void **state) {
   cqr_stop(&srv);
 }
 
+/* ------------------------------------------------------------------------ */
+/* 14. Replies applied after the local deadline                              */
+/* ------------------------------------------------------------------------ */
+
+static void
+test_a_heartbeat_answered_after_the_local_deadline_does_not_revive_the_session(
+    void **state) {
+  (void)state;
+  struct rig r;
+  rig_up(&r, 1);
+  /* The next heartbeat's reply is applied past the local deadline (as
+   * when it came late, or the thread was descheduled before applying it);
+   * no other call runs meanwhile to notice the deadline first. */
+  cq__fleet_late_reply(r.p, FL_LATE_HEARTBEAT);
+  bool unheld = false, revived = false;
+  for (int64_t end = cq_now() + 20000;
+       atomic_load(&r.seen.lost) == 0 && cq_now() < end; cqt_sleep_ms(2)) {
+    int held = cq_grant_is_held(&r.held);
+    revived |= unheld && held;
+    unheld |= !held;
+  }
+  /* Once it reads as not held it stays so, and the loss is told, once. */
+  assert_false(revived);
+  assert_int_equal(atomic_load(&r.seen.lost), 1);
+  assert_false(cq_grant_is_held(&r.held));
+  assert_cq_err(cq_grant_release(r.p, &r.held), CQ_ESTATE);
+  /* The old session is ended on the server: its unit comes back. */
+  WAIT_FOR(in_use(r.p, "licence") == 0, 20000);
+  assert_int_equal(in_use(r.p, "licence"), 0);
+  cqt_sleep_ms(2 * HEARTBEAT_MS);
+  assert_int_equal(atomic_load(&r.seen.lost), 1);
+  cq_fleet_stats st = fleet_stats(r.p);
+  assert_int_equal(st.leases_lost, 1);
+  assert_true(st.sessions >= 2);
+  rig_works_then_down(&r, 10000);
+}
+
+/* An acquire on the rig (a try, or a blocking acquire that would wait)
+ * whose reply is applied only after the background thread found the
+ * session lost: the acquire holds the connection meanwhile, so that no
+ * heartbeat gets through. It fails with CQ_EUNAVAILABLE and holds nothing
+ * here; what it made on the server goes with the old session. */
+static void late_acquire_holds_nothing(struct rig *r, bool blocking) {
+  char queue[128];
+  snprintf(queue, sizeof(queue), "cq:{%s}:Q", fleet_ns);
+  cq_grant g;
+  cq_grant_init(&g);
+  cq__fleet_late_reply(r->p, FL_LATE_ACQUIRE);
+  int rc = blocking ? cq_grant_acquire(r->p, &g, &r->req, cq_now() + 20000)
+                    : cq_grant_try(r->p, &g, &r->req);
+  printf("%s: %s\n", cq_err_name(rc), cq_grant_error(&g));
+  assert_cq_err(rc, CQ_EUNAVAILABLE);
+  assert_non_null(strstr(cq_grant_error(&g), "lost while"));
+  assert_false(cq_grant_is_held(&g));
+  assert_cq_err(cq_grant_release(r->p, &g), CQ_ESTATE);
+  /* Told so, its caller may take the grant back at once: nothing of the
+   * pool's still points at it (the background thread walks the held list
+   * when it heartbeats). */
+  cq_grant_init(&g);
+  /* The lease held before went with the session, told once. */
+  WAIT_FOR(atomic_load(&r->seen.lost) > 0, 20000);
+  assert_int_equal(atomic_load(&r->seen.lost), 1);
+  assert_false(cq_grant_is_held(&r->held));
+  /* On the server: nothing in use, nothing waiting. */
+  WAIT_FOR(in_use(r->p, "licence") == 0 &&
+               cqr_int(&srv, "ZCARD", queue, NULL) == 0,
+           20000);
+  assert_int_equal(in_use(r->p, "licence"), 0);
+  assert_int_equal(cqr_int(&srv, "ZCARD", queue, NULL), 0);
+  /* Nothing was taken for a failover. */
+  cq_fleet_stats st = fleet_stats(r->p);
+  assert_int_equal(st.rollbacks, 0);
+  assert_int_equal(st.leases_lost, 1);
+  assert_int_equal(atomic_load(&r->seen.granted), 1); /* r->held's alone */
+  rig_works_then_down(r, 10000);
+}
+
+static void
+test_an_acquire_granted_after_its_session_was_lost_holds_nothing(void **st) {
+  (void)st;
+  struct rig r;
+  rig_up(&r, 2); /* room: the try is granted at once on the server */
+  late_acquire_holds_nothing(&r, false);
+}
+
+static void
+test_an_acquire_parked_after_its_session_was_lost_does_not_wait(void **st) {
+  (void)st;
+  struct rig r;
+  rig_up(&r, 1); /* full: the acquire is parked on the server */
+  late_acquire_holds_nothing(&r, true);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(
@@ -885,6 +981,12 @@ int main(void) {
           test_a_namespace_of_another_schema_is_refused_and_left_as_it_is),
       cmocka_unit_test(
           test_a_pool_cut_off_from_its_server_is_destroyed_cleanly),
+      cmocka_unit_test(
+          test_a_heartbeat_answered_after_the_local_deadline_does_not_revive_the_session),
+      cmocka_unit_test(
+          test_an_acquire_granted_after_its_session_was_lost_holds_nothing),
+      cmocka_unit_test(
+          test_an_acquire_parked_after_its_session_was_lost_does_not_wait),
   };
   /* One test, for a look at it alone: CQT_FILTER=<name or pattern>. */
   if (getenv("CQT_FILTER") != NULL)
