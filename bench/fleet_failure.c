@@ -24,7 +24,6 @@
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -35,10 +34,6 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-/* The local deadline of a fleet pool's session (CQ_NEVER: none), for
- * this bench and the tests (src/fleet/pool.c). */
-int64_t cq__fleet_local_deadline(cq_pool *pool);
 
 #define TTL_MS 500
 #define HEARTBEAT_MS 100
@@ -143,22 +138,29 @@ static void expect(struct child *c, const char *want, char *line, size_t len) {
 /* ------------------------------------------------------------------------ */
 
 static _Atomic int lost_events;
-static _Atomic int64_t lost_at_ms;   /* the first event's time */
-static _Atomic int64_t deadline_ms;  /* the last local deadline seen */
-static _Atomic bool deadline_frozen; /* it passed: kept for the trial */
+static _Atomic int64_t lost_at_ms;  /* the first event's time */
+static _Atomic int64_t deadline_ms; /* the lost session's local deadline */
 
+/* The paused holder's pool: at its first CQ_EVENT_LOST of a trial, the
+ * deadline of the session lost, as the pool recorded it at the loss (a
+ * new session's deadline would say nothing about the one missed). */
 static void on_event(const cq_event *ev, void *arg) {
-  (void)arg;
-  if (ev->type == CQ_EVENT_LOST && atomic_fetch_add(&lost_events, 1) == 0)
-    atomic_store(&lost_at_ms, cq_now());
+  if (ev->type != CQ_EVENT_LOST || atomic_fetch_add(&lost_events, 1) != 0)
+    return;
+  atomic_store(&lost_at_ms, cq_now());
+  cq_pool *const *p = arg;
+  cq_fleet_stats st = CQ_FLEET_STATS_INIT;
+  if (*p != NULL && cq_fleet_stats_get(*p, &st) == 0)
+    atomic_store(&deadline_ms, st.lost_deadline_ms);
 }
 
-static cq_pool *open_licence(cq_event_fn fn, cq_req *req) {
+static cq_pool *open_licence(cq_event_fn fn, cq_pool **self, cq_req *req) {
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
   o.host = "bench";
   o.ttl_ms = TTL_MS;
   o.heartbeat_ms = HEARTBEAT_MS;
   o.on_event = fn;
+  o.event_arg = self;
   cq_pool *p = NULL;
   if (cq_fleet_open(&p, srv.url, ns, &o) != 0 ||
       cq_budget_add(p, "licence", 1) != 0 || cq_req_init(req, p) != 0 ||
@@ -166,6 +168,8 @@ static cq_pool *open_licence(cq_event_fn fn, cq_req *req) {
     fprintf(stderr, "fleet-failure child: %s\n", cq_fleet_error());
     _exit(2);
   }
+  if (self != NULL)
+    *self = p;
   return p;
 }
 
@@ -173,7 +177,7 @@ static cq_pool *open_licence(cq_event_fn fn, cq_req *req) {
  * (nanoseconds, monotonic) and releases. */
 static int waiter_main(int in, int out) {
   cq_req req;
-  cq_pool *p = open_licence(NULL, &req);
+  cq_pool *p = open_licence(NULL, NULL, &req);
   line_to(out, "ready\n");
   char cmd[16];
   for (int i = 0; i < 2 * MAX_TRIALS; i++) {
@@ -195,7 +199,7 @@ static int waiter_main(int in, int out) {
 static int killed_main(int in, int out) {
   (void)in;
   cq_req req;
-  cq_pool *p = open_licence(NULL, &req);
+  cq_pool *p = open_licence(NULL, NULL, &req);
   cq_grant g;
   cq_grant_init(&g);
   if (cq_grant_acquire(p, &g, &req, cq_now() + 30000) != 0)
@@ -206,32 +210,13 @@ static int killed_main(int in, int out) {
   return 0;
 }
 
-/* Keeps the last local deadline until it passes, then freezes it for the
- * trial (the session lost, a new one's deadline is not the one missed). */
-static void *deadline_watch(void *arg) {
-  cq_pool *p = arg;
-  for (;;) {
-    if (!atomic_load(&deadline_frozen)) {
-      int64_t d = atomic_load(&deadline_ms);
-      if (d != 0 && cq_now() >= d)
-        atomic_store(&deadline_frozen, true);
-      else if ((d = cq__fleet_local_deadline(p)) != CQ_NEVER)
-        atomic_store(&deadline_ms, d);
-    }
-    usleep(1000);
-  }
-  return NULL;
-}
-
 /* The paused holder: on each "h", takes the licence and says so; it is
  * stopped and resumed; then it says how many CQ_EVENT_LOST came (waiting
  * a while for a second), the event's time and the deadline it missed. */
 static int paused_main(int in, int out) {
   cq_req req;
-  cq_pool *p = open_licence(on_event, &req);
-  pthread_t t;
-  if (pthread_create(&t, NULL, deadline_watch, p) != 0)
-    return 2;
+  static cq_pool *self; /* the event hook's: set once the pool is open */
+  cq_pool *p = open_licence(on_event, &self, &req);
   line_to(out, "ready\n");
   char cmd[16];
   for (int i = 0; i < MAX_TRIALS; i++) {
@@ -240,7 +225,6 @@ static int paused_main(int in, int out) {
       break;
     atomic_store(&lost_events, 0);
     atomic_store(&deadline_ms, 0);
-    atomic_store(&deadline_frozen, false);
     cq_grant g;
     cq_grant_init(&g);
     int rc = cq_grant_acquire(p, &g, &req, cq_now() + 30000);
@@ -254,7 +238,8 @@ static int paused_main(int in, int out) {
             atomic_load(&deadline_ms), cq_grant_is_held(&g));
     cq_grant_release(p, &g); /* CQ_ESTATE: it holds nothing */
   }
-  _exit(0); /* the watcher thread runs to the end */
+  cq_pool_destroy(p);
+  return 0;
 }
 
 /* ------------------------------------------------------------------------ */

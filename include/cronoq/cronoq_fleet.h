@@ -225,7 +225,10 @@ typedef struct cq_fleet_stats {
                             was lost), ended by a heartbeat */
   uint64_t max_fence;    /* the highest fencing token this process saw */
   int64_t quarantine_ms; /* the namespace's quarantine left, as last seen */
-  uint64_t reserved_[6];
+  /* The local deadline (cq_now()) that the last session lost here had
+   * when it was lost; 0 before any. */
+  int64_t lost_deadline_ms;
+  uint64_t reserved_[5];
 } cq_fleet_stats;
 
 #define CQ_FLEET_STATS_INIT CQ_ZERO_INIT_

@@ -729,13 +729,6 @@ int cq__fleet_fsck_capacity(cq_pool *pool, char *problems, size_t len) {
   return fsck(pool, "cap", problems, len);
 }
 
-int64_t cq__fleet_local_deadline(cq_pool *pool);
-
-/* The bench and tests: the session's local deadline (CQ_NEVER: none). */
-int64_t cq__fleet_local_deadline(cq_pool *pool) {
-  return atomic_load(&fl_pool_of(pool)->deadline_ms);
-}
-
 uint64_t cq__fleet_beats(cq_pool *pool);
 
 /* Tests: the heartbeats answered so far (the first comes right after the

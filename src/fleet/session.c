@@ -484,6 +484,8 @@ void fl_session_lost(struct fl_pool *fp, const char *why, struct fl_ctx *ctx) {
       fl_msgf(msg, "fleet: session lost while waiting: %s", why);
       fl_grant_decide(fp, fp->table[i], CQ_EUNAVAILABLE, NULL, msg, ctx);
     }
+  if (fp->deadline_ms != CQ_NEVER)
+    fp->stats.lost_deadline_ms = fp->deadline_ms;
   fp->deadline_ms = CQ_NEVER;
   /* The old session is ended on the server once it can be reached (its
    * units come back at once if it is still there); its deferred releases

@@ -897,6 +897,9 @@ test_a_heartbeat_answered_after_the_local_deadline_does_not_revive_the_session(
   cq_fleet_stats st = fleet_stats(r.p);
   assert_int_equal(st.leases_lost, 1);
   assert_true(st.sessions >= 2);
+  /* Told once the deadline of the session lost had passed. */
+  assert_true(st.lost_deadline_ms > 0);
+  assert_true(atomic_load(&r.seen.first_lost_ms) >= st.lost_deadline_ms);
   rig_works_then_down(&r, 10000);
 }
 
