@@ -31,6 +31,7 @@
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -479,11 +480,15 @@ static void take_turns(struct turn *t) {
     int64_t rel = atomic_load(t->released);
     if (rel > 0)
       t->lat[i] = now - rel;
-    /* Let the other side queue behind us before we release. */
+    /* Let the other side queue behind us before we release (not on the
+     * last round of the side that finishes last: nobody comes). */
     cq_resource_stats st;
-    for (int k = 0; k < 100000; k++)
+    int64_t give_up = cq_now() + 200;
+    for (int k = 0; k < 100000 && cq_now() < give_up; k++) {
       if (cq_resource_stats_get(t->pool, "turn", &st) != 0 || st.waiting > 0)
         break;
+      sched_yield();
+    }
     atomic_store(t->released, cqb_now_ns());
     cq_grant_release(t->pool, &g);
   }
@@ -547,8 +552,13 @@ static double rep_handoff_threads(void *arg) {
   int rounds = *(int *)arg;
   _Atomic int64_t released = 0;
   int64_t *lat = calloc((size_t)(2 * rounds), sizeof(*lat));
+  /* Strict order, as on the fleet pool: with the barging window, the
+   * releasing thread could take every turn while the other starves, then
+   * the other take its turns alone, each waiting in vain for a partner. */
+  cq_pool_config cfg = CQ_POOL_CONFIG_INIT;
+  cfg.flags = CQ_POOL_STRICT_ORDER;
   cq_pool *p;
-  must(cq_pool_create(&p, NULL), "cq_pool_create");
+  must(cq_pool_create(&p, &cfg), "cq_pool_create");
   must(cq_budget_add(p, "turn", 1), "cq_budget_add");
   struct turn t[2];
   pthread_t th[2];

@@ -100,14 +100,20 @@ local function res(name)
     RES[name] = false
     return nil
   end
+  -- One constructor per table, in the order of RFIELDS: a table grown
+  -- field by field is rehashed on the way, on every call.
+  local cap, used, peak, gr = tonumber(v[5]) or 0, tonumber(v[6]) or 0,
+    tonumber(v[7]) or 0, tonumber(v[8]) or 0
+  local nc, nb, nw, on = tonumber(v[9]) or 0, tonumber(v[10]) or 0,
+    tonumber(v[11]) or 0, tonumber(v[12]) or 0
+  local lo, nh = tonumber(v[13]) or 0, tonumber(v[14]) or 0
   r = {name = name, k = tonumber(v[1]), uid = tonumber(v[2]),
        fl = tonumber(v[3]) or 0, n = tonumber(v[4]) or 0, cver = 0,
-       dirty = false, inc = {}, was = {}}
-  for i, f in ipairs(RFIELDS) do
-    local x = tonumber(v[4 + i]) or 0
-    r[f] = x
-    r.was[f] = x
-  end
+       dirty = false, inc = {},
+       cap = cap, used = used, peak = peak, gr = gr, nc = nc, nb = nb,
+       nw = nw, on = on, lo = lo, nh = nh,
+       was = {cap = cap, used = used, peak = peak, gr = gr, nc = nc, nb = nb,
+              nw = nw, on = on, lo = lo, nh = nh}}
   RES[name] = r
   return r
 end
@@ -1113,7 +1119,7 @@ end
 -- holder of the old state has passed its local deadline), or 0.
 local function quarantine_left()
   local q = tonumber(META[5] or '0') or 0
-  if q <= now_ms() then return 0 end
+  if q == 0 or q <= now_ms() then return 0 end
   return q - now_ms()
 end
 
