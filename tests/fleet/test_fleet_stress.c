@@ -231,7 +231,12 @@ static void one_step(struct worker *w, cq_req *reqs, int nreq, unsigned *seed) {
       w->failures++;
     }
   } else if ((r >> 8) % 4 == 0 && s->amount[MEM] > 1) {
-    int rc = cq_grant_release_part(w->pool, &s->g, "mem", 1);
+    /* A part release that could not reach the server in time may have
+     * been applied: it is called again until it says (the same part
+     * number, so applied once), as the header asks of a caller. */
+    int rc = CQ_EUNAVAILABLE;
+    for (int k = 0; k < 100 && rc == CQ_EUNAVAILABLE; k++)
+      rc = cq_grant_release_part(w->pool, &s->g, "mem", 1);
     if (rc == 0) {
       int64_t one[NRES] = {1, 0, 0};
       ledger_add(w, one, -1, 0);

@@ -310,6 +310,7 @@ class FleetOpts(Structure):
 
 
 FLEET_AUDIT = 1 << 0  # CQ_FLEET_AUDIT
+FLEET_ASYNC_RELEASE = 1 << 1  # CQ_FLEET_ASYNC_RELEASE
 
 
 # Callback types. The grant callback is one module-level trampoline (see

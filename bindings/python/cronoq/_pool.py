@@ -1009,6 +1009,7 @@ class Pool:
         password: Optional[str] = None,
         staged_claims: bool = False,
         audit: bool = False,
+        async_release: bool = False,
     ) -> "Pool":
         """Open a fleet pool: a pool whose state lives in a Redis server
         (``redis://[user[:password]@]host[:port][/db]`` or
@@ -1029,7 +1030,10 @@ class Pool:
         seconds for one call to reach the server (5); `username` and
         `password` for AUTH when the URL has none; `staged_claims`, the
         namespace's claims option (must match it); `audit`, an audit log in
-        the namespace (for tests and operators).
+        the namespace (for tests and operators); `async_release`, releases
+        that do not wait for the server's reply while this process has no
+        waiter (a round trip less per grant; a process told of the release
+        at once may still find the units held).
 
         Raises NotSupported when libcronoq_fleet cannot be loaded (see
         cronoq._lib for where it is looked for), InvalidArgument for a bad
@@ -1047,7 +1051,8 @@ class Pool:
                                % (_shown_url(url), namespace, e)) from None
         opts = _lib.FleetOpts()
         opts.flags = _lib.POOL_STAGED_CLAIMS if staged_claims else 0
-        opts.fleet_flags = _lib.FLEET_AUDIT if audit else 0
+        opts.fleet_flags = ((_lib.FLEET_AUDIT if audit else 0)
+                            | (_lib.FLEET_ASYNC_RELEASE if async_release else 0))
         keep = []  # the option strings, alive until the call returns
         for field, value in (("host", host), ("username", username), ("password", password)):
             if value is not None:

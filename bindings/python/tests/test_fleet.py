@@ -124,6 +124,20 @@ def test_two_pools_of_a_namespace_share_its_budgets(server, ns):
     b.close()
 
 
+def test_async_releases_come_before_the_pools_next_call(server, ns):
+    with connect(server, ns, async_release=True, audit=True) as pool:
+        pool.add_spec("licence=1")
+        for _ in range(50):
+            pool.try_acquire("licence=1").release()
+            # Not waited for, but on the server before this pool's next call.
+            assert pool.resource("licence").in_use == 0
+        with connect(server, ns, host="hostB") as other:
+            # Both flags are kept: the namespace has its audit log.
+            other.add_spec("licence=1")
+            other.try_acquire("licence=1").release()
+            assert other.resource("licence").grants == 51
+
+
 def test_a_conflicting_declaration_names_both_values(server, ns):
     a = connect(server, ns)
     a.add_budget("licence", 2)

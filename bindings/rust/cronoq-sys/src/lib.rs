@@ -452,6 +452,8 @@ extern "C" {
 
 /// `CQ_FLEET_AUDIT` (`cq_fleet_opts.fleet_flags`).
 pub const CQ_FLEET_AUDIT: c_uint = 1 << 0;
+/// `CQ_FLEET_ASYNC_RELEASE` (`cq_fleet_opts.fleet_flags`).
+pub const CQ_FLEET_ASYNC_RELEASE: c_uint = 1 << 1;
 /// Whether this build links libcronoq_fleet.
 pub const FLEET_LINKED: bool = cfg!(cronoq_fleet);
 

@@ -69,8 +69,25 @@ impl FleetOptions {
     /// An audit log in the namespace (`CQ_FLEET_AUDIT`), for tests and
     /// operators; set when the namespace is created.
     pub fn audit(mut self, on: bool) -> FleetOptions {
-        self.fleet_flags = if on { sys::CQ_FLEET_AUDIT } else { 0 };
+        self.fleet_flags = flag(self.fleet_flags, sys::CQ_FLEET_AUDIT, on);
         self
+    }
+
+    /// Releases that do not wait for the server's reply while this process
+    /// has no waiter (`CQ_FLEET_ASYNC_RELEASE`): a round trip less per
+    /// grant, but a process told of the release at once may still find the
+    /// units held.
+    pub fn async_release(mut self, on: bool) -> FleetOptions {
+        self.fleet_flags = flag(self.fleet_flags, sys::CQ_FLEET_ASYNC_RELEASE, on);
+        self
+    }
+}
+
+fn flag(flags: c_uint, bit: c_uint, on: bool) -> c_uint {
+    if on {
+        flags | bit
+    } else {
+        flags & !bit
     }
 }
 

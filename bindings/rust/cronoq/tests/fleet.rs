@@ -109,6 +109,20 @@ fn connect(s: &Server, ns: &str, host: &str) -> Pool {
 }
 
 #[test]
+fn async_releases_come_before_the_pools_next_call() {
+    let s = server_or_skip!();
+    let opts = FleetOptions::new().host("hostA").audit(true).async_release(true);
+    let a = Pool::connect(&s.url, "async-release", opts).expect("connect");
+    a.add_spec("licence=1").unwrap();
+    let r = a.request_spec("licence=1").unwrap();
+    for _ in 0..50 {
+        drop(a.try_acquire(&r).unwrap());
+        // Not waited for, but on the server before this pool's next call.
+        assert_eq!(in_use(&a, "licence"), 0);
+    }
+}
+
+#[test]
 fn two_pools_of_a_namespace_share_its_budgets() {
     let s = server_or_skip!();
     let a = connect(&s, "shared", "hostA");
