@@ -70,7 +70,9 @@
  *   at the deadline, and the event comes as it resumes. Once past the
  *   deadline a grant stays lost, even if a heartbeat's reply arrives
  *   after it; an acquire whose session is lost before its reply is
- *   applied fails with CQ_EUNAVAILABLE and holds nothing.
+ *   applied fails with CQ_EUNAVAILABLE and holds nothing. A grant lost
+ *   stays the pool's until it is told (CQ_EVENT_LOST) or released
+ *   (CQ_ESTATE): do either before cq_grant_init() makes it new again.
  * - When the server cannot be reached in time, calls fail closed with
  *   CQ_EUNAVAILABLE and cq_fleet_error() (or cq_grant_error()) says why:
  *   nothing is granted. A blocking acquire gives up at its deadline
