@@ -54,15 +54,19 @@ static const char *new_ns(char *buf, size_t len) {
   return buf;
 }
 
-static cq_pool *open_pool(const char *ns) {
+/* A pool on namespace `ns` with `fleet_flags` (enum cq_fleet_flags). */
+static cq_pool *open_pool_with(const char *ns, unsigned fleet_flags) {
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
   o.host = "bench";
+  o.fleet_flags = fleet_flags;
   cq_pool *p = NULL;
   int rc = cq_fleet_open(&p, srv.url, ns, &o);
   if (rc != 0)
     cqb_fail("cq_fleet_open: %s: %s", cq_err_name(rc), cq_fleet_error());
   return p;
 }
+
+static cq_pool *open_pool(const char *ns) { return open_pool_with(ns, 0); }
 
 static void must(int rc, const char *what) {
   if (rc != 0)
@@ -199,12 +203,8 @@ static struct cqb_stat variant_unc(const struct unc *base, bool scripts,
                                    unsigned fleet_flags) {
   char ns[32];
   struct unc v = *base;
-  cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
-  o.host = "bench";
-  o.fleet_flags = fleet_flags;
   atomic_store(&cq__fleet_no_functions, scripts);
-  must(cq_fleet_open(&v.pool, srv.url, new_ns(ns, sizeof(ns)), &o),
-       "cq_fleet_open");
+  v.pool = open_pool_with(new_ns(ns, sizeof(ns)), fleet_flags);
   atomic_store(&cq__fleet_no_functions, false);
   must(cq_budget_add(v.pool, "b0", 1000000), "cq_budget_add");
   must(cq_req_init(&v.req, v.pool), "cq_req_init");

@@ -17,15 +17,14 @@
  */
 #include "fleet_bench.h"
 #include "harness.h"
+#include "lines.h"
 
 #include "cronoq/cronoq_fleet.h"
 #include "redis_harness.h"
 
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -65,32 +64,6 @@ struct child {
   int out; /* commands to it */
 };
 
-static void line_to(int fd, const char *fmt, ...) {
-  char buf[128];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  if (n > 0 && write(fd, buf, (size_t)n) != n)
-    _exit(3);
-}
-
-/* A line from fd within `ms`, "" on timeout or end of file. */
-static void line_from(int fd, char *buf, size_t len, int ms) {
-  size_t n = 0;
-  int64_t give_up = cq_now() + ms;
-  while (n + 1 < len) {
-    int64_t left = give_up - cq_now();
-    struct pollfd p = {fd, POLLIN, 0};
-    char c;
-    if (left <= 0 || poll(&p, 1, (int)left) <= 0 || read(fd, &c, 1) != 1 ||
-        c == '\n')
-      break;
-    buf[n++] = c;
-  }
-  buf[n] = '\0';
-}
-
 static struct child fork_child(int (*fn)(int in, int out)) {
   int up[2], down[2];
   if (pipe(up) != 0 || pipe(down) != 0)
@@ -127,7 +100,7 @@ static void child_end(struct child *c) {
 }
 
 static void expect(struct child *c, const char *want, char *line, size_t len) {
-  line_from(c->in, line, len, 30000);
+  read_line(c->in, line, len, 30000);
   if (strncmp(line, want, strlen(want)) != 0)
     cqb_fail("fleet-failure: expected \"%s\" from a child, got \"%s\"", want,
              line);
@@ -178,16 +151,16 @@ static cq_pool *open_licence(cq_event_fn fn, cq_pool **self, cq_req *req) {
 static int waiter_main(int in, int out) {
   cq_req req;
   cq_pool *p = open_licence(NULL, NULL, &req);
-  line_to(out, "ready\n");
+  say(out, "ready\n");
   char cmd[16];
   for (int i = 0; i < 2 * MAX_TRIALS; i++) {
-    line_from(in, cmd, sizeof(cmd), 600000);
+    read_line(in, cmd, sizeof(cmd), 600000);
     if (strcmp(cmd, "w") != 0)
       break;
     cq_grant g;
     cq_grant_init(&g);
     int rc = cq_grant_acquire(p, &g, &req, cq_now() + 30000);
-    line_to(out, "granted %s %" PRId64 "\n", cq_err_name(rc), cqb_now_ns());
+    say(out, "granted %s %" PRId64 "\n", cq_err_name(rc), cqb_now_ns());
     if (rc == 0)
       cq_grant_release(p, &g);
   }
@@ -204,7 +177,7 @@ static int killed_main(int in, int out) {
   cq_grant_init(&g);
   if (cq_grant_acquire(p, &g, &req, cq_now() + 30000) != 0)
     return 2;
-  line_to(out, "held\n");
+  say(out, "held\n");
   for (int i = 0; i < 600; i++)
     sleep(1); /* until SIGKILL; bounded all the same */
   return 0;
@@ -217,10 +190,10 @@ static int paused_main(int in, int out) {
   cq_req req;
   static cq_pool *self; /* the event hook's: set once the pool is open */
   cq_pool *p = open_licence(on_event, &self, &req);
-  line_to(out, "ready\n");
+  say(out, "ready\n");
   char cmd[16];
   for (int i = 0; i < MAX_TRIALS; i++) {
-    line_from(in, cmd, sizeof(cmd), 600000);
+    read_line(in, cmd, sizeof(cmd), 600000);
     if (strcmp(cmd, "h") != 0)
       break;
     atomic_store(&lost_events, 0);
@@ -228,14 +201,14 @@ static int paused_main(int in, int out) {
     cq_grant g;
     cq_grant_init(&g);
     int rc = cq_grant_acquire(p, &g, &req, cq_now() + 30000);
-    line_to(out, "held %s\n", cq_err_name(rc));
-    line_from(in, cmd, sizeof(cmd), 600000); /* "r": resumed */
+    say(out, "held %s\n", cq_err_name(rc));
+    read_line(in, cmd, sizeof(cmd), 600000); /* "r": resumed */
     for (int k = 0; k < 1000 && atomic_load(&lost_events) == 0; k++)
       usleep(5000);
     usleep(5 * HEARTBEAT_MS * 1000); /* a second event would come by now */
-    line_to(out, "lost %d %" PRId64 " %" PRId64 " %d\n",
-            atomic_load(&lost_events), atomic_load(&lost_at_ms),
-            atomic_load(&deadline_ms), cq_grant_is_held(&g));
+    say(out, "lost %d %" PRId64 " %" PRId64 " %d\n", atomic_load(&lost_events),
+        atomic_load(&lost_at_ms), atomic_load(&deadline_ms),
+        cq_grant_is_held(&g));
     cq_grant_release(p, &g); /* CQ_ESTATE: it holds nothing */
   }
   cq_pool_destroy(p);
@@ -280,7 +253,7 @@ static void kills(struct child *waiter, redisContext *c, int n) {
   for (int t = 0; t < n; t++) {
     struct child h = fork_child(killed_main);
     expect(&h, "held", line, sizeof(line));
-    line_to(waiter->out, "w\n");
+    say(waiter->out, "w\n");
     wait_queued(c);
     int64_t killed = cqb_now_ns();
     kill(h.pid, SIGKILL);
@@ -324,17 +297,17 @@ static void pauses(struct child *waiter, redisContext *c, int n) {
   expect(&h, "ready", line, sizeof(line));
   int once = 0, never = 0, twice = 0, still_held = 0, timed = 0;
   for (int t = 0; t < n; t++) {
-    line_to(h.out, "h\n");
+    say(h.out, "h\n");
     expect(&h, "held OK", line, sizeof(line));
     kill(h.pid, SIGSTOP);
     /* Stopped until the lease has moved: past the server's deadline. */
-    line_to(waiter->out, "w\n");
+    say(waiter->out, "w\n");
     wait_queued(c);
     expect(waiter, "granted OK", line, sizeof(line));
     int64_t resumed = cq_now();
     kill(h.pid, SIGCONT);
-    line_to(h.out, "r\n");
-    line_from(h.in, line, sizeof(line), 30000);
+    say(h.out, "r\n");
+    read_line(h.in, line, sizeof(line), 30000);
     int count = -1, held = -1;
     int64_t at = 0, deadline = 0;
     if (sscanf(line, "lost %d %" SCNd64 " %" SCNd64 " %d", &count, &at,
@@ -350,7 +323,7 @@ static void pauses(struct child *waiter, redisContext *c, int n) {
     }
     cqb_progress_tick("fleet-failure pauses");
   }
-  line_to(h.out, "q\n");
+  say(h.out, "q\n");
   child_end(&h);
   const char *g = "fleet failure: a holder paused past its TTL";
   struct cqb_stat share = {100.0 * once / n, 100.0 * once / n,
@@ -408,7 +381,7 @@ void cqb_fleet_failure(void) {
     kills(&waiter, c, n_kills());
   if (n_pauses() > 0)
     pauses(&waiter, c, n_pauses());
-  line_to(waiter.out, "q\n");
+  say(waiter.out, "q\n");
   child_end(&waiter);
   redisFree(c);
   cqb_note("fleet-failure: TTL %d ms, heartbeat %d ms; a redis-server on a "

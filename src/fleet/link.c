@@ -587,6 +587,22 @@ static redisReply *exchange(struct fl_pool *fp, int n, const char **argv,
   return r;
 }
 
+/* The command's first two words: the function (FCALL), the script whole
+ * (EVAL, with `eval`) or the script's SHA (EVALSHA). */
+static void script_head(const struct fl_link *l, enum fl_script script,
+                        bool eval, const char **argv, size_t *lens) {
+  if (l->functions && !eval) {
+    argv[0] = "FCALL", lens[0] = 5;
+    argv[1] = fnames[script], lens[1] = strlen(fnames[script]);
+  } else if (eval) {
+    argv[0] = "EVAL", lens[0] = 4;
+    argv[1] = fl_script_text(script, &lens[1]);
+  } else {
+    argv[0] = "EVALSHA", lens[0] = 7;
+    argv[1] = l->sha[script], lens[1] = 40;
+  }
+}
+
 /* Run a script once: its function with FCALL, or the script with
  * EVALSHA. A server that lost them (a restart without its data, FUNCTION
  * FLUSH, SCRIPT FLUSH) says so before running anything: the library is
@@ -597,16 +613,7 @@ static redisReply *send_script(struct fl_pool *fp, enum fl_script script, int n,
   struct fl_link *l = &fp->link;
   bool eval = false, reloaded = false;
   for (;;) {
-    if (l->functions && !eval) {
-      argv[0] = "FCALL", lens[0] = 5;
-      argv[1] = fnames[script], lens[1] = strlen(fnames[script]);
-    } else if (eval) {
-      argv[0] = "EVAL", lens[0] = 4;
-      argv[1] = fl_script_text(script, &lens[1]);
-    } else {
-      argv[0] = "EVALSHA", lens[0] = 7;
-      argv[1] = l->sha[script], lens[1] = 40;
-    }
+    script_head(l, script, eval, argv, lens);
     l->sent_ms = cq_now();
     redisReply *r = exchange(fp, n, argv, lens);
     if (r == NULL || r->type != REDIS_REPLY_ERROR || eval)
@@ -642,14 +649,7 @@ bool fl_release_send(struct fl_pool *fp, const char *id, uint32_t gen) {
     return false;
   struct release_cmd rc;
   release_cmd(fp, &rc, id);
-  if (l->functions) {
-    rc.argv[0] = "FCALL", rc.lens[0] = 5;
-    rc.argv[1] = fnames[FL_S_RELEASE];
-    rc.lens[1] = strlen(fnames[FL_S_RELEASE]);
-  } else {
-    rc.argv[0] = "EVALSHA", rc.lens[0] = 7;
-    rc.argv[1] = l->sha[FL_S_RELEASE], rc.lens[1] = 40;
-  }
+  script_head(l, FL_S_RELEASE, false, rc.argv, rc.lens);
   struct pipe_guard pg;
   pipe_block(&pg);
   int done = 0;

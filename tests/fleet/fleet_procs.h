@@ -1,6 +1,6 @@
 /*
  * Helpers of the fleet tests that run several processes: fork a child
- * with a pipe back, read its lines with a bound, reap it with a bound.
+ * with a pipe back (its lines: lines.h), reap it with a bound.
  * Children report through the pipe and leave with _exit(), never through
  * cmocka, so that only the parent asserts.
  */
@@ -9,11 +9,10 @@
 
 #include "cronoq/cronoq.h"
 #include "fleet_test.h"
+#include "lines.h"
 #include "support/cqt.h"
 
-#include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,24 +42,6 @@ static inline pid_t spawn(int (*fn)(void *arg, int fd), void *arg, int *rfd) {
   return pid;
 }
 
-/* Read a line from a child within `ms`; "" on timeout or EOF. */
-static inline void read_line(int fd, char *buf, size_t len, int ms) {
-  size_t n = 0;
-  int64_t give_up = cq_now() + ms;
-  buf[0] = '\0';
-  while (n + 1 < len) {
-    int64_t left = give_up - cq_now();
-    struct pollfd p = {fd, POLLIN, 0};
-    if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-      break;
-    char c;
-    if (read(fd, &c, 1) != 1 || c == '\n')
-      break;
-    buf[n++] = c;
-  }
-  buf[n] = '\0';
-}
-
 /* Wait for a child to exit, within `ms`; its exit status, or -1 (then it
  * is killed). */
 static inline int reap(pid_t pid, int ms) {
@@ -75,16 +56,6 @@ static inline int reap(pid_t pid, int ms) {
   kill(pid, SIGKILL);
   waitpid(pid, &status, 0);
   return -1;
-}
-
-static inline void say(int fd, const char *fmt, ...) {
-  char buf[256];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  if (n > 0 && write(fd, buf, (size_t)n) != n)
-    _exit(3);
 }
 
 /* A child's pool on namespace `ns`: its own connection, session and
