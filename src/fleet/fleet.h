@@ -45,6 +45,11 @@
 
 #define FL_MSG_MAX 160
 
+/* The version of the namespace's layout on the server: the prelude's
+ * SCHEMA (src/fleet/lua/prelude.lua), raised whenever a key or a record
+ * changes shape. A pool does not open a namespace of another version. */
+#define FL_SCHEMA "2"
+
 /* ------------------------------------------------------------------------ */
 /* URLs (url.c)                                                              */
 /* ------------------------------------------------------------------------ */
@@ -165,6 +170,7 @@ struct fl_link {
   bool down;                /* the last call could not reach the server */
   int64_t sent_ms;          /* when the last script was sent (cq_now()) */
   int64_t next_connect;     /* no connection attempt before (the backoff) */
+  int64_t timeout_ms;       /* the connection's read and write timeout */
   uint32_t backoff;         /* failed connections in a row */
   uint32_t drop_replies;    /* tests: replies to drop, as if they were lost */
   /* A release sent by fl_release_send() whose reply is still to be read:

@@ -31,49 +31,57 @@
 #include "fleet.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-/* A server that closed the connection must not kill the process with
- * SIGPIPE: it is blocked in this thread while writing, and one raised
- * meanwhile is taken before it is unblocked again. */
-struct pipe_guard {
-  sigset_t set, old;
-  bool was_pending;
-};
-
-static void pipe_block(struct pipe_guard *pg) {
-  sigemptyset(&pg->set);
-  sigaddset(&pg->set, SIGPIPE);
-  sigset_t pending;
-  pg->was_pending =
-      sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
-  pthread_sigmask(SIG_BLOCK, &pg->set, &pg->old);
+/* Write one whole command. A server that closed the connection must not
+ * kill the process with SIGPIPE, so commands go out with send() and
+ * MSG_NOSIGNAL: hiredis, which would write(), only ever reads here. A
+ * failure is left in c->err and c->errstr, as hiredis leaves its own. */
+static bool send_command(redisContext *c, int argc, const char **argv,
+                         const size_t *lens) {
+  char *cmd;
+  int n = redisFormatCommandArgv(&cmd, argc, argv, lens);
+  if (n < 0) {
+    c->err = REDIS_ERR_OOM;
+    snprintf(c->errstr, sizeof(c->errstr), "out of memory");
+    return false;
+  }
+  size_t off = 0;
+  while (off < (size_t)n) {
+    ssize_t w = send(c->fd, cmd + off, (size_t)n - off, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      c->err = REDIS_ERR_IO;
+      snprintf(c->errstr, sizeof(c->errstr), "%s",
+               w < 0 ? strerror(errno) : "nothing written");
+      break;
+    }
+    off += (size_t)w;
+  }
+  redisFreeCommand(cmd);
+  return off == (size_t)n;
 }
 
-static void pipe_unblock(struct pipe_guard *pg) {
-  sigset_t pending;
-  if (!pg->was_pending && sigpending(&pending) == 0 &&
-      sigismember(&pending, SIGPIPE) == 1) {
-    struct timespec zero = {0, 0};
-    while (sigtimedwait(&pg->set, NULL, &zero) < 0 && errno == EINTR) {
-    }
-  }
-  pthread_sigmask(SIG_SETMASK, &pg->old, NULL);
+/* The next reply, or NULL (the error in c->errstr). */
+static redisReply *read_reply(redisContext *c) {
+  void *r = NULL;
+  if (redisGetReply(c, &r) != REDIS_OK)
+    return NULL;
+  return r;
 }
 
 redisReply *fl_command(redisContext *c, int argc, const char **argv,
                        const size_t *lens) {
-  struct pipe_guard pg;
-  pipe_block(&pg);
-  redisReply *r = redisCommandArgv(c, argc, argv, lens);
-  pipe_unblock(&pg);
-  return r;
+  if (!send_command(c, argc, argv, lens))
+    return NULL;
+  return read_reply(c);
 }
 
 void fl_args_init(struct fl_args *a) {
@@ -418,6 +426,7 @@ static bool ensure_connected(struct fl_pool *fp, int64_t give_up, bool *late,
   if (wait > fp->timeout_ms)
     wait = fp->timeout_ms;
   l->c = fl_connect(fp, wait, err, len);
+  l->timeout_ms = -1; /* fl_connect's, which the first call replaces */
   if (l->c != NULL && !l->loaded && !load_scripts(fp, err, len)) {
     redisFree(l->c);
     l->c = NULL;
@@ -560,26 +569,22 @@ static redisReply *exchange(struct fl_pool *fp, int n, const char **argv,
   struct fl_link *l = &fp->link;
   if (!l->pending)
     return fl_command(l->c, n, argv, lens);
-  struct pipe_guard pg;
-  pipe_block(&pg);
   redisReply *r = NULL;
   bool again = false;
-  if (redisAppendCommandArgv(l->c, n, argv, lens) == REDIS_OK) {
-    void *early = NULL;
-    bool ok = redisGetReply(l->c, &early) == REDIS_OK;
-    again = ok && not_loaded(early);
+  if (send_command(l->c, n, argv, lens)) {
+    redisReply *early = read_reply(l->c);
+    again = early != NULL && not_loaded(early);
     if (again) {
       freeReplyObject(early);
       l->pending = false;
     } else {
       pending_done(fp, early);
     }
-    if (ok && redisGetReply(l->c, (void **)&r) != REDIS_OK)
-      r = NULL;
+    if (early != NULL)
+      r = read_reply(l->c);
   } else {
     pending_done(fp, NULL);
   }
-  pipe_unblock(&pg);
   if (again && r != NULL)
     release_again(fp);
   else if (again)
@@ -650,14 +655,7 @@ bool fl_release_send(struct fl_pool *fp, const char *id, uint32_t gen) {
   struct release_cmd rc;
   release_cmd(fp, &rc, id);
   script_head(l, FL_S_RELEASE, false, rc.argv, rc.lens);
-  struct pipe_guard pg;
-  pipe_block(&pg);
-  int done = 0;
-  bool ok = redisAppendCommandArgv(l->c, rc.n, rc.argv, rc.lens) == REDIS_OK;
-  while (ok && !done)
-    ok = redisBufferWrite(l->c, &done) == REDIS_OK;
-  pipe_unblock(&pg);
-  if (!ok) {
+  if (!send_command(l->c, rc.n, rc.argv, rc.lens)) {
     /* Perhaps written in part: the caller sends it again, in full, on a
      * new connection (a release is idempotent). */
     drop_connection(l);
@@ -699,7 +697,12 @@ int fl_call_locked(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
     int64_t wait = give_up - cq_now();
     if (wait > per_try)
       wait = per_try;
-    (void)redisSetTimeout(l->c, tv_of(wait > 0 ? wait : 1));
+    if (wait < 1)
+      wait = 1;
+    if (wait != l->timeout_ms) {
+      (void)redisSetTimeout(l->c, tv_of(wait));
+      l->timeout_ms = wait;
+    }
     argv[retry_at] = sent ? "1" : "0";
     redisReply *r = send_script(fp, script, n, argv, lens);
     sent = true;

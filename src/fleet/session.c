@@ -395,7 +395,7 @@ static int open_locked(struct fl_pool *fp, int64_t until, char *err,
   struct fl_args a;
   fl_args_init(&a);
   a.until = until;
-  fl_arg(&a, "1"); /* schema */
+  fl_arg(&a, FL_SCHEMA);
   fl_arg(&a, (fp->opts.flags & CQ_POOL_STAGED_CLAIMS) ? "1" : "0");
   fl_arg(&a, fp->host);
   fl_arg_i(&a, (int64_t)getpid());

@@ -149,7 +149,7 @@ test_open_makes_a_namespace_and_a_session_that_destroy_ends(void **state) {
   char key[96], v[64];
   snprintf(key, sizeof(key), "cq:{%s}:meta", ns);
   cqr_str(&fleet_server, v, sizeof(v), "HGET", key, "schema", NULL);
-  assert_string_equal(v, "1");
+  assert_string_equal(v, "2");
   snprintf(key, sizeof(key), "cq:{%s}:S", ns);
   assert_int_equal(cqr_int(&fleet_server, "ZCARD", key, NULL), 1);
   cq_pool *q = fleet_open_as(ns, "hostB", NULL);

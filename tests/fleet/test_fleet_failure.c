@@ -799,18 +799,24 @@ test_the_reconnection_backoff_grows_is_capped_and_jittered(void **state) {
 /* 11. Another schema                                                        */
 /* ------------------------------------------------------------------------ */
 
-static void
-test_a_namespace_of_another_schema_is_refused_and_left_as_it_is(void **st) {
-  (void)st;
+/* A new namespace with a budget and no session; its meta key in `meta`. */
+static const char *namespace_left(char *meta, size_t len) {
   fleet_server_up();
   const char *ns = fleet_new_ns();
   cq_pool *p = open_at(fleet_server.url, ns, NULL, TTL_MS);
   assert_cq_ok(cq_budget_add(p, "licence", 2));
   done(p);
+  snprintf(meta, len, "cq:{%s}:meta", ns);
+  return ns;
+}
+
+static void
+test_a_namespace_of_another_schema_is_refused_and_left_as_it_is(void **st) {
+  (void)st;
   char meta[96], before[64], after[64];
-  snprintf(meta, sizeof(meta), "cq:{%s}:meta", ns);
-  assert_int_equal(cqr_int(&fleet_server, "HSET", meta, "schema", "0", NULL),
-                   0);
+  const char *ns = namespace_left(meta, sizeof(meta));
+  assert_int_equal(
+      cqr_int(&fleet_server, "HSET", meta, "head", "0 0 0 0 0", NULL), 0);
   long long keys = cqr_int(&fleet_server, "DBSIZE", NULL);
   cqr_str(&fleet_server, before, sizeof(before), "HGET", meta, "fence", NULL);
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
@@ -823,9 +829,27 @@ test_a_namespace_of_another_schema_is_refused_and_left_as_it_is(void **st) {
   assert_int_equal(cqr_int(&fleet_server, "DBSIZE", NULL), keys);
   cqr_str(&fleet_server, after, sizeof(after), "HGET", meta, "fence", NULL);
   assert_string_equal(before, after);
-  char schema[8];
-  cqr_str(&fleet_server, schema, sizeof(schema), "HGET", meta, "schema", NULL);
-  assert_string_equal(schema, "0");
+  char head[16];
+  cqr_str(&fleet_server, head, sizeof(head), "HGET", meta, "head", NULL);
+  assert_string_equal(head, "0 0 0 0 0");
+}
+
+/* A namespace written by a library of the first layout has no head, only
+ * its schema field: it is refused by version, not taken for a new one. */
+static void
+test_a_namespace_of_an_older_layout_is_refused_by_its_version(void **st) {
+  (void)st;
+  char meta[96];
+  const char *ns = namespace_left(meta, sizeof(meta));
+  assert_int_equal(cqr_int(&fleet_server, "HDEL", meta, "head", NULL), 1);
+  assert_int_equal(cqr_int(&fleet_server, "HSET", meta, "schema", "1", NULL),
+                   0);
+  cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.host = "h";
+  cq_pool *q = NULL;
+  assert_cq_err(cq_fleet_open(&q, fleet_server.url, ns, &o), CQ_EINVAL);
+  assert_non_null(strstr(cq_fleet_error(), "schema version 1"));
+  assert_int_equal(cqr_int(&fleet_server, "HEXISTS", meta, "head", NULL), 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -982,6 +1006,8 @@ int main(void) {
           test_the_reconnection_backoff_grows_is_capped_and_jittered),
       cmocka_unit_test(
           test_a_namespace_of_another_schema_is_refused_and_left_as_it_is),
+      cmocka_unit_test(
+          test_a_namespace_of_an_older_layout_is_refused_by_its_version),
       cmocka_unit_test(
           test_a_pool_cut_off_from_its_server_is_destroyed_cleanly),
       cmocka_unit_test(

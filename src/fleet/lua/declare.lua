@@ -59,11 +59,10 @@ end
 local uid = call('HINCRBY', P .. 'meta', 'uid', 1)
 local rank = uid + 2 ^ 32
 if kind == DEVICES then rank = uid end
-call('HSET', P .. 'r:' .. name, 'k', fmt(kind), 'uid', fmt(uid), 'cap',
-  fmt(kind == DEVICES and cap * MILLI or cap), 'used', '0', 'fl', fmt(flags),
-  'peak', '0', 'gr', '0', 'nc', '0', 'nb', '0', 'nw', '0', 'to', '0', 'ca', '0',
-  'wn', '0', 'ws', '0', 'wm', '0', 'n', fmt(kind == DEVICES and cap or 0),
-  'on', fmt(kind == DEVICES and cap or 0), 'lo', '0', 'nh', '0')
+local n = kind == DEVICES and cap or 0
+call('HSET', P .. 'r:' .. name, 'x', res_record(kind, uid, flags, n,
+  kind == DEVICES and cap * MILLI or cap, 0, 0, 0, 0, 0, 0, n, 0, 0),
+  'to', '0', 'ca', '0', 'wn', '0', 'ws', '0', 'wm', '0')
 call('ZADD', P .. 'order', rank, name)
 if kind == DEVICES then
   call('HSET', P .. 'r:' .. name, 'base', ARGV[ARG0 + 6], 'host',

@@ -10,8 +10,9 @@
 --
 -- Keys. KEYS[1] is the namespace's prefix, "cq:{<namespace>}:"; every key
 -- of the namespace starts with it (one hash tag, so that a Redis Cluster
--- keeps a namespace on one slot). P.."meta" holds the schema version and
--- the counters; P.."r:"..name a resource; P.."d:"..name the devices of a
+-- keeps a namespace on one slot). P.."meta" holds the counters, the
+-- schema version, and in field head what every call reads: "<schema>
+-- <staged> <owed> <audit> <quarantine end>"; P.."r:"..name a resource; P.."d:"..name the devices of a
 -- device pool (u<i> thousandths used, w<i> held whole, o<i> online, g<i>
 -- grants, p<i> peak) and P.."di:"..name their ids; P.."c:"..name the
 -- waiters that claim a resource and P.."b:"..name those blocked on it
@@ -71,7 +72,7 @@ local function now_ms()
   return NOW
 end
 
-local SCHEMA = '1'
+local SCHEMA = '2'
 local META, STAGED, AUDIT
 
 local function split(s)
@@ -86,34 +87,33 @@ end
 
 local RES, RLIST
 
--- The fields of a resource's hash that scripts change, written back by
--- finish() when they did.
-local RFIELDS = {'cap', 'used', 'peak', 'gr', 'nc', 'nb', 'nw', 'on', 'lo',
-                 'nh'}
+-- A resource's record, P.."r:"..name: field x holds the counters every
+-- decision reads, packed (one read and no conversions: fourteen fields of
+-- their own cost four times as much), in the order of RFMT below; fields
+-- to, ca, wn, ws and wm hold the waiting statistics, and a device pool's
+-- base and host are fields too.
+local RFMT = '<dddddddddddddd' -- k uid fl n cap used peak gr nc nb nw on lo nh
+
+local function res_record(k, uid, fl, n, cap, used, peak, gr, nc, nb, nw, on,
+                          lo, nh)
+  return struct.pack(RFMT, k, uid, fl, n, cap, used, peak, gr, nc, nb, nw, on,
+    lo, nh)
+end
 
 local function res(name)
   local r = RES[name]
   if r ~= nil then return r or nil end
-  local v = rc('HMGET', P .. 'r:' .. name, 'k', 'uid', 'fl', 'n', 'cap',
-    'used', 'peak', 'gr', 'nc', 'nb', 'nw', 'on', 'lo', 'nh')
-  if not v[1] then
+  local raw = rc('HGET', P .. 'r:' .. name, 'x')
+  if not raw then
     RES[name] = false
     return nil
   end
-  -- One constructor per table, in the order of RFIELDS: a table grown
-  -- field by field is rehashed on the way, on every call.
-  local cap, used, peak, gr = tonumber(v[5]) or 0, tonumber(v[6]) or 0,
-    tonumber(v[7]) or 0, tonumber(v[8]) or 0
-  local nc, nb, nw, on = tonumber(v[9]) or 0, tonumber(v[10]) or 0,
-    tonumber(v[11]) or 0, tonumber(v[12]) or 0
-  local lo, nh = tonumber(v[13]) or 0, tonumber(v[14]) or 0
-  r = {name = name, k = tonumber(v[1]), uid = tonumber(v[2]),
-       fl = tonumber(v[3]) or 0, n = tonumber(v[4]) or 0, cver = 0,
-       dirty = false, inc = {},
-       cap = cap, used = used, peak = peak, gr = gr, nc = nc, nb = nb,
-       nw = nw, on = on, lo = lo, nh = nh,
-       was = {cap = cap, used = used, peak = peak, gr = gr, nc = nc, nb = nb,
-              nw = nw, on = on, lo = lo, nh = nh}}
+  local k, uid, fl, n, cap, used, peak, gr, nc, nb, nw, on, lo, nh =
+    struct.unpack(RFMT, raw)
+  -- One constructor: a table grown field by field is rehashed on the way.
+  r = {name = name, raw = raw, k = k, uid = uid, fl = fl, n = n, cap = cap,
+       used = used, peak = peak, gr = gr, nc = nc, nb = nb, nw = nw, on = on,
+       lo = lo, nh = nh, cver = 0, dirty = false}
   RES[name] = r
   return r
 end
@@ -140,6 +140,7 @@ local function touch(r) listed(r, RLIST) end
 
 -- A counter that is only ever added to (timeouts, cancellations, waits).
 local function bump(r, field, by)
+  if r.inc == nil then r.inc = {} end
   r.inc[field] = (r.inc[field] or 0) + by
   touch(r)
 end
@@ -501,36 +502,29 @@ local function take(items, seq)
   return held, why
 end
 
--- Per item "held" or "held:d,d": what a grant reports.
-local function held_text(held)
-  local t = {}
-  for i, h in ipairs(held) do
-    if h[2] ~= nil then
-      t[i] = fmt(h[1]) .. ':' .. table.concat(h[2], ',')
-    else
-      t[i] = fmt(h[1])
-    end
-  end
-  return table.concat(t, ' ')
-end
-
--- Record a lease of session sid; returns the outcome entry. A lease item's
--- mode is the request's, or 'l' for a lone grant of a budget. `why` is
--- take()'s account of the decision, for the audit log.
+-- Record a lease of session sid; returns the outcome entry, which gives
+-- per item "held" or "held:d,d". A lease item's mode is the request's, or
+-- 'l' for a lone grant of a budget. `why` is take()'s account of the
+-- decision, for the audit log.
 local function hold(sid, id, items, held, limit, why)
-  local fence = call('HINCRBY', P .. 'meta', 'fence', 1)
-  local t = {}
+  local fence = fmt(call('HINCRBY', P .. 'meta', 'fence', 1))
+  local rec, got = {}, {}
   for i, it in ipairs(items) do
-    local devs_text = '-'
-    if held[i][2] ~= nil then devs_text = table.concat(held[i][2], ',') end
+    local h = held[i]
+    local amount, devs_text = fmt(h[1]), '-'
+    if h[2] ~= nil then
+      devs_text = table.concat(h[2], ',')
+      got[i] = amount .. ':' .. devs_text
+    else
+      got[i] = amount
+    end
     local m = it.m
-    if held[i][3] then m = 'l' end
-    t[i] = m .. ' ' .. it.name .. ' ' .. fmt(it.uid) .. ' ' ..
-      fmt(held[i][1]) .. ' ' .. devs_text
+    if h[3] then m = 'l' end
+    rec[i] = m .. ' ' .. it.name .. ' ' .. fmt(it.uid) .. ' ' .. amount .. ' ' ..
+      devs_text
   end
-  rc('HSET', P .. 'L:' .. sid, id, fmt(fence) .. ' ' .. fmt(limit) .. ' 0 ' ..
-    fmt(#items) .. ' ' .. table.concat(t, ' '))
-  local entry = 'g ' .. id .. ' ' .. fmt(fence) .. ' ' .. held_text(held)
+  rc('HSET', P .. 'L:' .. sid, id, fence .. ' ' .. fmt(limit) .. ' 0 ' ..
+    fmt(#items) .. ' ' .. table.concat(rec, ' '))
   if AUDIT then
     local a = {}
     for i, it in ipairs(items) do
@@ -538,26 +532,28 @@ local function hold(sid, id, items, held, limit, why)
       if held[i][2] ~= nil then dv = table.concat(held[i][2], ',') end
       a[i] = it.name .. ' ' .. fmt(held[i][1]) .. ' ' .. dv .. ' ' .. why[i]
     end
-    audit('G ' .. id .. ' ' .. fmt(fence) .. ' ' .. fmt(#items) ..
+    audit('G ' .. id .. ' ' .. fence .. ' ' .. fmt(#items) ..
       (#items > 0 and ' ' or '') .. table.concat(a, ' '))
   end
-  return entry
+  return 'g ' .. id .. ' ' .. fence .. ' ' .. table.concat(got, ' ')
 end
 
+-- A lease's record: "fence limit parts n" and per item "m name uid held
+-- devices", devices "d,d" or "-".
 local function decode_lease(rec)
-  local f = split(rec)
-  local l = {fence = tonumber(f[1]), limit = tonumber(f[2]),
-             parts = tonumber(f[3]), items = {}}
-  for i = 1, tonumber(f[4]) do
-    local b = 4 + (i - 1) * 5
-    local it = {m = f[b + 1], name = f[b + 2], uid = tonumber(f[b + 3]),
-                held = tonumber(f[b + 4]), devs = {}}
-    if f[b + 5] ~= '-' then
-      for x in string.gmatch(f[b + 5], '%d+') do
-        it.devs[#it.devs + 1] = tonumber(x)
-      end
+  local fence, limit, parts, rest = string.match(rec,
+    '^(%S+) (%S+) (%S+) %S+ ?(.*)$')
+  local l = {fence = tonumber(fence), limit = tonumber(limit),
+             parts = tonumber(parts), items = {}}
+  local items = l.items
+  for m, name, uid, held, d in string.gmatch(rest,
+      '(%S+) (%S+) (%S+) (%S+) (%S+)') do
+    local it = {m = m, name = name, uid = tonumber(uid), held = tonumber(held),
+                devs = {}}
+    if d ~= '-' then
+      for x in string.gmatch(d, '%d+') do it.devs[#it.devs + 1] = tonumber(x) end
     end
-    l.items[i] = it
+    items[#items + 1] = it
   end
   return l
 end
@@ -1039,15 +1035,12 @@ end
 
 local function write_back()
   for _, r in ipairs(RLIST) do
-    local args = {}
-    for _, f in ipairs(RFIELDS) do
-      if r[f] ~= r.was[f] then
-        args[#args + 1] = f
-        args[#args + 1] = fmt(r[f])
-      end
+    local raw = res_record(r.k, r.uid, r.fl, r.n, r.cap, r.used, r.peak, r.gr,
+      r.nc, r.nb, r.nw, r.on, r.lo, r.nh)
+    if raw ~= r.raw then rc('HSET', P .. 'r:' .. r.name, 'x', raw) end
+    if r.inc ~= nil then
+      for f, by in pairs(r.inc) do rc('HINCRBY', P .. 'r:' .. r.name, f, by) end
     end
-    if #args > 0 then rc('HSET', P .. 'r:' .. r.name, unpack(args)) end
-    for f, by in pairs(r.inc) do rc('HINCRBY', P .. 'r:' .. r.name, f, by) end
     local d = DEVS[r.name]
     if d ~= nil then
       local args = {}
@@ -1087,7 +1080,8 @@ local function finish(status, ...)
       end
       rc('HSET', P .. 'owed', unpack(args))
     end
-    rc('HSET', P .. 'meta', 'owed', owed and '1' or '0')
+    META[3] = owed and '1' or '0'
+    rc('HSET', P .. 'meta', 'head', table.concat(META, ' ', 1, 5))
   end
   for sid, list in pairs(PUB) do
     call('PUBLISH', P .. 'ch:' .. sid, table.concat(list, '\n'))
@@ -1130,7 +1124,12 @@ local function begin(keys, args)
   call, P, ARGS = redis.call, keys[1], args
   SID, STEPS, RETRY, HOST = args[1], tonumber(args[2]), args[3] == '1', args[4]
   steps, NOW = 0, nil
-  META = call('HMGET', P .. 'meta', 'schema', 'staged', 'owed', 'audit', 'q')
+  local head = call('HGET', P .. 'meta', 'head')
+  if head then
+    META = {string.match(head, '^(%S+) (%S+) (%S+) (%S+) (%S+)$')}
+  else
+    META = {}
+  end
   STAGED, AUDIT = META[2] == '1', META[4] == '1'
   RES, RLIST, DEVS, WAIT, WLIST = {}, {}, {}, {}, {}
   DIRTY, NDIRTY, OUT, PUB, WMAX = {}, 0, {}, {}, {}
