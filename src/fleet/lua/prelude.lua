@@ -59,7 +59,18 @@ local function rc(...)
   return call(...)
 end
 
-local function fmt(n) return string.format('%d', n) end
+-- An integer's text. Small ones (counts, amounts, ids) are made once and
+-- kept: string.format costs more than most of what a call does with them.
+local FMT = {}
+local function fmt(n)
+  local t = FMT[n]
+  if t then return t end
+  t = string.format('%d', n)
+  if n >= 0 and n < 4096 then FMT[n] = t end
+  return t
+end
+
+local NONE = {} -- an empty list that no one writes to, for every call
 local function min(a, b) if a < b then return a end return b end
 local function max(a, b) if a > b then return a end return b end
 
@@ -173,7 +184,7 @@ end
 -- Device pools
 -- --------------------------------------------------------------------------
 
-local DEVS
+local DEVS = {}
 
 local function devs(r)
   local d = DEVS[r.name]
@@ -227,12 +238,14 @@ local function parse_member(s)
 end
 
 -- The first claimants of r in arrival order, {seq, m, a}; at most `upto`.
+-- The list is the caller's to read, not to change.
 local function claim_chain(r, upto)
   if r.chain ~= nil and r.chain_ver == r.cver and r.chain_upto >= upto then
     return r.chain
   end
+  if r.nc == 0 then return NONE end
   local chain = {}
-  if r.nc > 0 and upto > 0 then
+  if upto > 0 then
     local v = rc('ZRANGE', P .. 'c:' .. r.name, 0, upto - 1, 'WITHSCORES')
     for j = 1, #v, 2 do
       local wid, m, a = parse_member(v[j])
@@ -301,7 +314,7 @@ end
 
 -- The waiters this script read (by id; false: none) and changed, written
 -- back by finish() (see waiting()).
-local WAIT, WLIST
+local WAIT, WLIST = {}, {}
 
 -- --------------------------------------------------------------------------
 -- Claimants, offers, coverage
@@ -336,7 +349,7 @@ end
 -- --------------------------------------------------------------------------
 
 -- name -> the arrival after which its blocked waiters must be walked.
-local DIRTY, NDIRTY
+local DIRTY, NDIRTY = {}, 0
 
 local function mark(r, after)
   if r.nb == 0 then return end
@@ -423,8 +436,8 @@ end
 -- Leases and outcomes
 -- --------------------------------------------------------------------------
 
-local OUT -- outcomes for the calling session, in order
-local PUB -- other sessions' outcomes, sent on their channels
+local OUT = {} -- outcomes for the calling session, in order
+local PUB = {} -- other sessions' outcomes, sent on their channels
 
 -- Tell session `sid` an outcome: its inbox, which its heartbeat fetches,
 -- and the reply when it is the caller, else a message on its channel that
@@ -604,7 +617,7 @@ end
 -- creating these functions, which every call of a script would otherwise
 -- do before its first line of work.
 local W
-local WMAX -- per call: the longest wait of each resource, once read
+local WMAX = {} -- per call: the longest wait of each resource, once read
 
 local function waiting()
   if W ~= nil then return W end
@@ -1131,6 +1144,15 @@ local function begin(keys, args)
     META = {}
   end
   STAGED, AUDIT = META[2] == '1', META[4] == '1'
-  RES, RLIST, DEVS, WAIT, WLIST = {}, {}, {}, {}, {}
-  DIRTY, NDIRTY, OUT, PUB, WMAX = {}, 0, {}, {}, {}
+  RES, RLIST, NDIRTY = {}, {}, 0
+  -- A table is made anew only when the last call used it: most calls use
+  -- none of these, and a table costs more than the test.
+  local nxt = next
+  if nxt(DEVS) then DEVS = {} end
+  if nxt(WAIT) then WAIT = {} end
+  if nxt(WLIST) then WLIST = {} end
+  if nxt(DIRTY) then DIRTY = {} end
+  if nxt(OUT) then OUT = {} end
+  if nxt(PUB) then PUB = {} end
+  if nxt(WMAX) then WMAX = {} end
 end
