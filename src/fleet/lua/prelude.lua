@@ -96,7 +96,7 @@ end
 -- Resources, cached for the script and written back by finish()
 -- --------------------------------------------------------------------------
 
-local RES, RLIST
+local RES, RLIST = {}, {}
 
 -- A resource's record, P.."r:"..name: field x holds the counters every
 -- decision reads, packed (one read and no conversions: fourteen fields of
@@ -1130,6 +1130,121 @@ local function quarantine_left()
   return q - now_ms()
 end
 
+-- --------------------------------------------------------------------------
+-- The uncontended case
+-- --------------------------------------------------------------------------
+
+-- As in-process, where src/grant.c takes budgets without the pool's lock
+-- while nobody waits, a request of budgets and classes that no waiter
+-- claims needs none of the waiting machinery: it fits when each item's
+-- free units cover it. quick_try() decides that case and quick_release()
+-- gives back a lease of them where nobody is blocked, on the packed records
+-- directly, with the writes, audit entries and replies of take(), hold(),
+-- release_lease() and finish(): a Lua table or a call of a helper costs
+-- here about what a Redis command does, and the general path makes dozens.
+-- Anything else returns nil before writing anything, and the general path
+-- decides: devices, lone requests, claims, blocked waiters, a request that
+-- does not fit, owed work, a quarantine, a retry, a removed resource.
+
+local function quick_open()
+  return META[1] == SCHEMA and META[3] == '0' and META[5] == '0' and
+    not RETRY
+end
+
+-- Per resource named by `names` (n of them, each once): its unpacked
+-- record, checked by ok(record, i); nil when one is missing, fails the
+-- check or is named twice.
+local function quick_records(names, n, ok)
+  local recs = {}
+  for i = 1, n do
+    for j = 1, i - 1 do
+      if names[j] == names[i] then return nil end
+    end
+    local raw = call('HGET', P .. 'r:' .. names[i], 'x')
+    if not raw then return nil end
+    local v = {struct.unpack(RFMT, raw)}
+    if v[1] == DEVICES or not ok(v, i) then return nil end
+    recs[i] = v
+  end
+  return recs
+end
+
+-- Record fields as struct.unpack() gives them (RFMT's order).
+local R_UID, R_CAP, R_USED, R_PEAK, R_GR, R_NC, R_NB, R_LO, R_NH =
+  2, 5, 6, 7, 8, 9, 10, 13, 14
+
+local function quick_write(name, v)
+  call('HSET', P .. 'r:' .. name, 'x', struct.pack(RFMT, v[1], v[2], v[3],
+    v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14]))
+end
+
+-- A try, or an acquire that fits, of the items at ARGS[at] (see
+-- parse_items()) for lease `id`: its reply, or nil.
+local function quick_try(id, limit, at)
+  if not quick_open() or not session_alive() then return nil end
+  local n = tonumber(ARGS[at])
+  local names, uids, amounts = {}, {}, {}
+  for i = 1, n do
+    local b = at + (i - 1) * 4
+    if ARGS[b + 1] ~= 'u' then return nil end
+    names[i], uids[i], amounts[i] = ARGS[b + 2], tonumber(ARGS[b + 3]),
+      tonumber(ARGS[b + 4])
+  end
+  local recs = quick_records(names, n, function(v, i)
+    return v[R_UID] == uids[i] and v[R_NC] == 0 and v[R_LO] == 0 and
+      amounts[i] <= v[R_CAP] - v[R_USED]
+  end)
+  if recs == nil then return nil end
+  local fence = fmt(call('HINCRBY', P .. 'meta', 'fence', 1))
+  local lease, got, log = {}, {}, {}
+  for i = 1, n do
+    local v, a = recs[i], fmt(amounts[i])
+    if AUDIT then
+      log[i] = names[i] .. ' ' .. a .. ' - ' .. fmt(v[R_CAP] - v[R_USED]) ..
+        ' 0'
+    end
+    v[R_USED] = v[R_USED] + amounts[i]
+    if v[R_USED] > v[R_PEAK] then v[R_PEAK] = v[R_USED] end
+    v[R_GR], v[R_NH] = v[R_GR] + 1, v[R_NH] + 1
+    quick_write(names[i], v)
+    lease[i] = 'u ' .. names[i] .. ' ' .. fmt(uids[i]) .. ' ' .. a .. ' -'
+    got[i] = a
+  end
+  call('HSET', P .. 'L:' .. SID, id, fence .. ' ' .. fmt(limit) .. ' 0 ' ..
+    fmt(n) .. ' ' .. table.concat(lease, ' '))
+  if AUDIT then
+    audit('G ' .. id .. ' ' .. fence .. ' ' .. fmt(n) .. (n > 0 and ' ' or '') ..
+      table.concat(log, ' '))
+  end
+  return {OK, 0, 1, 'g ' .. id .. ' ' .. fence .. ' ' .. table.concat(got, ' ')}
+end
+
+-- The release of lease `id`: its reply, or nil.
+local function quick_release(id)
+  if not quick_open() then return nil end
+  local rec = call('HGET', P .. 'L:' .. SID, id)
+  if not rec then return nil end
+  local names, uids, helds, n = {}, {}, {}, 0
+  for m, name, uid, held in string.gmatch(string.match(rec,
+      '^%S+ %S+ %S+ %S+ ?(.*)$'), '(%S+) (%S+) (%S+) (%S+) %S+') do
+    if m ~= 'u' then return nil end
+    n = n + 1
+    names[n], uids[n], helds[n] = name, tonumber(uid), tonumber(held)
+  end
+  local recs = quick_records(names, n, function(v, i)
+    return v[R_UID] == uids[i] and v[R_NB] == 0
+  end)
+  if recs == nil then return nil end
+  for i = 1, n do
+    local v = recs[i]
+    v[R_USED], v[R_NH] = v[R_USED] - helds[i], v[R_NH] - 1
+    quick_write(names[i], v)
+  end
+  call('HDEL', P .. 'L:' .. SID, id)
+  audit('r ' .. id)
+  return {OK, 0, 0}
+end
+
 -- Every call starts here: the state above is per call, and a script or a
 -- function of the library (the two ways link.c runs these) begins afresh.
 -- The namespace's meta record is read once for the whole call.
@@ -1144,10 +1259,12 @@ local function begin(keys, args)
     META = {}
   end
   STAGED, AUDIT = META[2] == '1', META[4] == '1'
-  RES, RLIST, NDIRTY = {}, {}, 0
-  -- A table is made anew only when the last call used it: most calls use
+  NDIRTY = 0
+  -- A table is made anew only when the last call used it: many calls use
   -- none of these, and a table costs more than the test.
   local nxt = next
+  if nxt(RES) then RES = {} end
+  if nxt(RLIST) then RLIST = {} end
   if nxt(DEVS) then DEVS = {} end
   if nxt(WAIT) then WAIT = {} end
   if nxt(WLIST) then WLIST = {} end
