@@ -13,17 +13,17 @@ local schema, staged, host, pid, ttl, audit_on, ns = ARGV[ARG0 + 1],
 local known, floor = ARGV[ARG0 + 8] or '', tonumber(ARGV[ARG0 + 9] or '0')
 -- A namespace of an older layout has no head: its version is the schema
 -- field, which a new namespace keeps too, for older libraries to refuse.
-if not META[1] then META[1] = call('HGET', P .. 'meta', 'schema') end
-if not META[1] then
+local version = META[1] or call('HGET', P .. 'meta', 'schema')
+if not version then
   local epoch = fmt(now_ms()) .. '-' .. SID
   local q = '0'
   if known ~= '' then q = fmt(now_ms() + ttl) end
   META = {schema, staged, '0', audit_on, q}
   call('HSET', P .. 'meta', 'schema', schema, 'head', table.concat(META, ' '),
     'seq', '0', 'uid', '0', 'fence', fmt(floor), 'waited', '0', 'epoch', epoch)
-elseif META[1] ~= schema then
+elseif version ~= schema then
   return {EINVAL, 0, 1, 'namespace "' .. ns .. '" has schema version ' ..
-    META[1] .. ' but this library uses version ' .. schema}
+    version .. ' but this library uses version ' .. schema}
 end
 local function claims_text(v)
   if v == '1' then return 'staged claims' end

@@ -84,7 +84,10 @@ local function now_ms()
 end
 
 local SCHEMA = '2'
+-- The namespace's head, as fields (see begin()): shared by the calls that
+-- read the same head, so read, never written.
 local META, STAGED, AUDIT
+local HEADS, NHEADS = {}, 0 -- heads seen, parsed (a few: they rarely change)
 
 local function split(s)
   local t = {}
@@ -1093,8 +1096,8 @@ local function finish(status, ...)
       end
       rc('HSET', P .. 'owed', unpack(args))
     end
-    META[3] = owed and '1' or '0'
-    rc('HSET', P .. 'meta', 'head', table.concat(META, ' ', 1, 5))
+    rc('HSET', P .. 'meta', 'head', META[1] .. ' ' .. META[2] .. ' ' ..
+      (owed and '1' or '0') .. ' ' .. META[4] .. ' ' .. META[5])
   end
   for sid, list in pairs(PUB) do
     call('PUBLISH', P .. 'ch:' .. sid, table.concat(list, '\n'))
@@ -1151,27 +1154,23 @@ local function quick_open()
     not RETRY
 end
 
--- Per resource named by `names` (n of them, each once): its unpacked
--- record, checked by ok(record, i); nil when one is missing, fails the
--- check or is named twice.
-local function quick_records(names, n, ok)
-  local recs = {}
-  for i = 1, n do
-    for j = 1, i - 1 do
-      if names[j] == names[i] then return nil end
-    end
-    local raw = call('HGET', P .. 'r:' .. names[i], 'x')
-    if not raw then return nil end
-    local v = {struct.unpack(RFMT, raw)}
-    if v[1] == DEVICES or not ok(v, i) then return nil end
-    recs[i] = v
-  end
-  return recs
-end
-
 -- Record fields as struct.unpack() gives them (RFMT's order).
 local R_UID, R_CAP, R_USED, R_PEAK, R_GR, R_NC, R_NB, R_LO, R_NH =
   2, 5, 6, 7, 8, 9, 10, 13, 14
+
+-- The unpacked record of budget or class `name`, unless it is missing, a
+-- device pool, or one of the first n of `names` too (the caller's
+-- resources so far, each once).
+local function quick_record(name, names, n)
+  for j = 1, n do
+    if names[j] == name then return nil end
+  end
+  local raw = call('HGET', P .. 'r:' .. name, 'x')
+  if not raw then return nil end
+  local v = {struct.unpack(RFMT, raw)}
+  if v[1] == DEVICES then return nil end
+  return v
+end
 
 local function quick_write(name, v)
   call('HSET', P .. 'r:' .. name, 'x', struct.pack(RFMT, v[1], v[2], v[3],
@@ -1183,40 +1182,37 @@ end
 local function quick_try(id, limit, at)
   if not quick_open() or not session_alive() then return nil end
   local n = tonumber(ARGS[at])
-  local names, uids, amounts = {}, {}, {}
+  local names, amounts, recs = {}, {}, {}
   for i = 1, n do
     local b = at + (i - 1) * 4
-    if ARGS[b + 1] ~= 'u' then return nil end
-    names[i], uids[i], amounts[i] = ARGS[b + 2], tonumber(ARGS[b + 3]),
-      tonumber(ARGS[b + 4])
+    local name, a = ARGS[b + 2], tonumber(ARGS[b + 4])
+    local v = ARGS[b + 1] == 'u' and quick_record(name, names, i - 1)
+    if not v or v[R_UID] ~= tonumber(ARGS[b + 3]) or v[R_NC] > 0 or
+        v[R_LO] > 0 or a > v[R_CAP] - v[R_USED] then
+      return nil
+    end
+    names[i], amounts[i], recs[i] = name, a, v
   end
-  local recs = quick_records(names, n, function(v, i)
-    return v[R_UID] == uids[i] and v[R_NC] == 0 and v[R_LO] == 0 and
-      amounts[i] <= v[R_CAP] - v[R_USED]
-  end)
-  if recs == nil then return nil end
   local fence = fmt(call('HINCRBY', P .. 'meta', 'fence', 1))
-  local lease, got, log = {}, {}, {}
+  local lease, got, log = fence .. ' ' .. fmt(limit) .. ' 0 ' .. fmt(n), '', ''
   for i = 1, n do
     local v, a = recs[i], fmt(amounts[i])
     if AUDIT then
-      log[i] = names[i] .. ' ' .. a .. ' - ' .. fmt(v[R_CAP] - v[R_USED]) ..
-        ' 0'
+      log = log .. ' ' .. names[i] .. ' ' .. a .. ' - ' ..
+        fmt(v[R_CAP] - v[R_USED]) .. ' 0'
     end
     v[R_USED] = v[R_USED] + amounts[i]
     if v[R_USED] > v[R_PEAK] then v[R_PEAK] = v[R_USED] end
     v[R_GR], v[R_NH] = v[R_GR] + 1, v[R_NH] + 1
     quick_write(names[i], v)
-    lease[i] = 'u ' .. names[i] .. ' ' .. fmt(uids[i]) .. ' ' .. a .. ' -'
-    got[i] = a
+    lease = lease .. ' u ' .. names[i] .. ' ' .. fmt(v[R_UID]) .. ' ' .. a ..
+      ' -'
+    got = got .. ' ' .. a
   end
-  call('HSET', P .. 'L:' .. SID, id, fence .. ' ' .. fmt(limit) .. ' 0 ' ..
-    fmt(n) .. ' ' .. table.concat(lease, ' '))
-  if AUDIT then
-    audit('G ' .. id .. ' ' .. fence .. ' ' .. fmt(n) .. (n > 0 and ' ' or '') ..
-      table.concat(log, ' '))
-  end
-  return {OK, 0, 1, 'g ' .. id .. ' ' .. fence .. ' ' .. table.concat(got, ' ')}
+  if n == 0 then lease = lease .. ' ' end
+  call('HSET', P .. 'L:' .. SID, id, lease)
+  if AUDIT then audit('G ' .. id .. ' ' .. fence .. ' ' .. fmt(n) .. log) end
+  return {OK, 0, 1, 'g ' .. id .. ' ' .. fence .. (n == 0 and ' ' or got)}
 end
 
 -- The release of lease `id`: its reply, or nil.
@@ -1224,17 +1220,14 @@ local function quick_release(id)
   if not quick_open() then return nil end
   local rec = call('HGET', P .. 'L:' .. SID, id)
   if not rec then return nil end
-  local names, uids, helds, n = {}, {}, {}, 0
+  local names, helds, recs, n = {}, {}, {}, 0
   for m, name, uid, held in string.gmatch(string.match(rec,
       '^%S+ %S+ %S+ %S+ ?(.*)$'), '(%S+) (%S+) (%S+) (%S+) %S+') do
-    if m ~= 'u' then return nil end
+    local v = m == 'u' and quick_record(name, names, n)
+    if not v or v[R_UID] ~= tonumber(uid) or v[R_NB] > 0 then return nil end
     n = n + 1
-    names[n], uids[n], helds[n] = name, tonumber(uid), tonumber(held)
+    names[n], helds[n], recs[n] = name, tonumber(held), v
   end
-  local recs = quick_records(names, n, function(v, i)
-    return v[R_UID] == uids[i] and v[R_NB] == 0
-  end)
-  if recs == nil then return nil end
   for i = 1, n do
     local v = recs[i]
     v[R_USED], v[R_NH] = v[R_USED] - helds[i], v[R_NH] - 1
@@ -1253,10 +1246,13 @@ local function begin(keys, args)
   SID, STEPS, RETRY, HOST = args[1], tonumber(args[2]), args[3] == '1', args[4]
   steps, NOW = 0, nil
   local head = call('HGET', P .. 'meta', 'head')
-  if head then
-    META = {string.match(head, '^(%S+) (%S+) (%S+) (%S+) (%S+)$')}
-  else
+  META = head and HEADS[head]
+  if not META then
     META = {}
+    if head then
+      META = {string.match(head, '^(%S+) (%S+) (%S+) (%S+) (%S+)$')}
+      if NHEADS < 64 then HEADS[head], NHEADS = META, NHEADS + 1 end
+    end
   end
   STAGED, AUDIT = META[2] == '1', META[4] == '1'
   NDIRTY = 0
