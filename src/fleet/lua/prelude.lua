@@ -100,6 +100,7 @@ end
 -- --------------------------------------------------------------------------
 
 local RES, RLIST = {}, {}
+local STALE = false -- whether the per-call tables may hold a call's state
 
 -- A resource's record, P.."r:"..name: field x holds the counters every
 -- decision reads, packed (one read and no conversions: fourteen fields of
@@ -1154,6 +1155,12 @@ local function quick_open()
     not RETRY
 end
 
+-- A quick call is done: it left the per-call tables as begin() found them.
+local function quick_done(reply)
+  STALE = false
+  return reply
+end
+
 -- Record fields as struct.unpack() gives them (RFMT's order).
 local R_UID, R_CAP, R_USED, R_PEAK, R_GR, R_NC, R_NB, R_LO, R_NH =
   2, 5, 6, 7, 8, 9, 10, 13, 14
@@ -1212,7 +1219,8 @@ local function quick_try(id, limit, at)
   if n == 0 then lease = lease .. ' ' end
   call('HSET', P .. 'L:' .. SID, id, lease)
   if AUDIT then audit('G ' .. id .. ' ' .. fence .. ' ' .. fmt(n) .. log) end
-  return {OK, 0, 1, 'g ' .. id .. ' ' .. fence .. (n == 0 and ' ' or got)}
+  return quick_done({OK, 0, 1, 'g ' .. id .. ' ' .. fence ..
+    (n == 0 and ' ' or got)})
 end
 
 -- The release of lease `id`: its reply, or nil.
@@ -1235,7 +1243,7 @@ local function quick_release(id)
   end
   call('HDEL', P .. 'L:' .. SID, id)
   audit('r ' .. id)
-  return {OK, 0, 0}
+  return quick_done({OK, 0, 0})
 end
 
 -- Every call starts here: the state above is per call, and a script or a
@@ -1256,16 +1264,20 @@ local function begin(keys, args)
   end
   STAGED, AUDIT = META[2] == '1', META[4] == '1'
   NDIRTY = 0
-  -- A table is made anew only when the last call used it: many calls use
-  -- none of these, and a table costs more than the test.
-  local nxt = next
-  if nxt(RES) then RES = {} end
-  if nxt(RLIST) then RLIST = {} end
-  if nxt(DEVS) then DEVS = {} end
-  if nxt(WAIT) then WAIT = {} end
-  if nxt(WLIST) then WLIST = {} end
-  if nxt(DIRTY) then DIRTY = {} end
-  if nxt(OUT) then OUT = {} end
-  if nxt(PUB) then PUB = {} end
-  if nxt(WMAX) then WMAX = {} end
+  -- The per-call tables are made anew only after a call that may have
+  -- used them: a quick one (see quick_try()) uses none, and a table costs
+  -- more than the test. Within the others, one that stayed empty is kept.
+  if STALE then
+    local nxt = next
+    if nxt(RES) then RES = {} end
+    if nxt(RLIST) then RLIST = {} end
+    if nxt(DEVS) then DEVS = {} end
+    if nxt(WAIT) then WAIT = {} end
+    if nxt(WLIST) then WLIST = {} end
+    if nxt(DIRTY) then DIRTY = {} end
+    if nxt(OUT) then OUT = {} end
+    if nxt(PUB) then PUB = {} end
+    if nxt(WMAX) then WMAX = {} end
+  end
+  STALE = true
 end
