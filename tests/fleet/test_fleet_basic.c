@@ -423,6 +423,61 @@ static bool try_and_release_ran_as_functions(cq_pool *p) {
   return fcall;
 }
 
+uint64_t cq__fleet_beats(cq_pool *pool);
+
+/* How many calls of `cmd` an INFO commandstats text counts. */
+static long long calls_of(const char *info, const char *cmd) {
+  char key[48];
+  snprintf(key, sizeof(key), "cmdstat_%s:calls=", cmd);
+  const char *at = strstr(info, key);
+  return at != NULL ? atoll(at + strlen(key)) : 0;
+}
+
+/* An uncontended try + release of one budget takes the quick path
+ * (docs/FLEET.md, "The uncontended case"): per pair, the namespace's head
+ * twice, the session once, the resource's one field read and written
+ * twice, a fencing token, the lease written, read and removed, and
+ * nothing else. A quick path that gave up on it would read again. */
+static void
+test_an_uncontended_try_and_release_make_eleven_commands(void **state) {
+  (void)state;
+  fleet_server_up();
+  cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.ttl_ms = 60000;
+  o.heartbeat_ms = 20000; /* no heartbeat while it counts */
+  cq_pool *p = fleet_open_as(fleet_new_ns(), "h", &o);
+  for (int i = 0; i < 2000 && cq__fleet_beats(p) == 0; i++)
+    cqt_sleep_ms(5);
+  assert_true(cq__fleet_beats(p) > 0);
+  assert_cq_ok(cq_budget_add(p, "db", 4));
+  cq_req req;
+  cqt_req(&req, p, "db:1");
+  cq_grant g;
+  cq_grant_init(&g);
+  char ok[16];
+  cqr_str(&fleet_server, ok, sizeof(ok), "CONFIG", "RESETSTAT", NULL);
+  assert_string_equal(ok, "OK");
+  for (int i = 0; i < 10; i++) {
+    assert_cq_ok(cq_grant_try(p, &g, &req));
+    assert_cq_ok(cq_grant_release(p, &g));
+  }
+  char info[8192];
+  cqr_str(&fleet_server, info, sizeof(info), "INFO", "commandstats", NULL);
+  assert_int_equal(calls_of(info, "fcall"), 20);
+  assert_int_equal(calls_of(info, "hget"), 50);
+  assert_int_equal(calls_of(info, "zscore"), 10);
+  assert_int_equal(calls_of(info, "hset"), 30);
+  assert_int_equal(calls_of(info, "hincrby"), 10);
+  assert_int_equal(calls_of(info, "hdel"), 10);
+  long long all = 0;
+  for (const char *at = strstr(info, ":calls="); at != NULL;
+       at = strstr(at + 1, ":calls="))
+    all += atoll(at + strlen(":calls="));
+  /* The 20 calls, their 110 commands, and CONFIG RESETSTAT itself. */
+  assert_int_equal(all, 20 + 110 + 1);
+  assert_cq_ok(cq_pool_destroy(p));
+}
+
 static void test_scripts_come_back_after_script_flush(void **state) {
   (void)state;
   fleet_server_up();
@@ -502,6 +557,8 @@ int main(void) {
           test_a_failed_spec_on_a_fleet_pool_keeps_what_it_declared_before),
       cmocka_unit_test(test_scripts_come_back_after_script_flush),
       cmocka_unit_test(test_the_library_comes_back_after_function_flush),
+      cmocka_unit_test(
+          test_an_uncontended_try_and_release_make_eleven_commands),
       cmocka_unit_test(test_a_user_that_may_not_load_functions_runs_scripts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
