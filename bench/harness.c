@@ -65,15 +65,35 @@ struct cqb_stat cqb_summarise(const double *values, int n) {
   return s;
 }
 
+static int reps_wanted(void) {
+  return cqb_opts.reps < 1 ? 1 : cqb_opts.reps > 64 ? 64 : cqb_opts.reps;
+}
+
+static double one_rep(const char *what, cqb_rep_fn fn, void *arg) {
+  double v = fn(arg);
+  if (v < 0)
+    cqb_fail("%s: the benchmark's own check failed", what);
+  return v;
+}
+
 struct cqb_stat cqb_measure(const char *what, cqb_rep_fn fn, void *arg) {
   double v[64];
-  int reps = cqb_opts.reps < 1 ? 1 : cqb_opts.reps > 64 ? 64 : cqb_opts.reps;
-  for (int i = 0; i < reps; i++) {
-    v[i] = fn(arg);
-    if (v[i] < 0)
-      cqb_fail("%s: the benchmark's own check failed", what);
-  }
+  int reps = reps_wanted();
+  for (int i = 0; i < reps; i++)
+    v[i] = one_rep(what, fn, arg);
   return cqb_summarise(v, reps);
+}
+
+void cqb_measure_turns(struct cqb_turn *turns, int n) {
+  double v[8][64];
+  int reps = reps_wanted();
+  if (n > 8)
+    cqb_fail("cqb_measure_turns: %d measurements, at most 8", n);
+  for (int i = 0; i < reps; i++)
+    for (int t = 0; t < n; t++)
+      v[t][i] = one_rep(turns[t].what, turns[t].fn, turns[t].arg);
+  for (int t = 0; t < n; t++)
+    turns[t].stat = cqb_summarise(v[t], reps);
 }
 
 void cqb_figure(const char *group, const char *name, const char *unit,

@@ -63,6 +63,20 @@ struct cqb_stat cqb_summarise(const double *values, int n);
 /* Run `fn` cqb_opts.reps times and summarise. Exits on a failed check. */
 struct cqb_stat cqb_measure(const char *what, cqb_rep_fn fn, void *arg);
 
+/* One of the measurements that cqb_measure_turns() runs by turns. */
+struct cqb_turn {
+  const char *what;
+  cqb_rep_fn fn;
+  void *arg;
+  struct cqb_stat stat; /* the result */
+};
+
+/* Run n measurements (n <= 8) cqb_opts.reps times each, one repetition of
+ * each in turn, and summarise each into its `stat`: a machine whose speed
+ * drifts during the run then slows them all alike, and the ratios between
+ * them hold. Exits on a failed check. */
+void cqb_measure_turns(struct cqb_turn *turns, int n);
+
 /* Record a figure. `base` and `goal_max_ratio` may be NULL / 0. */
 void cqb_figure(const char *group, const char *name, const char *unit,
                 struct cqb_stat s, const char *base_name,
