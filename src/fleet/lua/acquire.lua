@@ -5,9 +5,9 @@
 local id, mode, limit = ARGV[ARG0 + 1], ARGV[ARG0 + 2], tonumber(ARGV[ARG0 + 3])
 local s = start()
 if s then return s end
+if not session_alive() then return finish(NOSESSION) end
 local quick = quick_try(id, limit, ARG0 + 4)
 if quick then return quick end
-if not session_alive() then return finish(NOSESSION) end
 if RETRY then
   local rec = call('HGET', P .. 'L:' .. SID, id)
   if rec then return finish(OK, waiting().lease_entry(id, decode_lease(rec))) end

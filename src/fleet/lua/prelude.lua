@@ -556,15 +556,17 @@ local function hold(sid, id, items, held, limit, why)
 end
 
 -- A lease's record: "fence limit parts n" and per item "m name uid held
--- devices", devices "d,d" or "-".
+-- devices", devices "d,d" or "-". The patterns that read it: the head and
+-- the items' text, then each item.
+local LEASE_HEAD = '^(%S+) (%S+) (%S+) %S+ ?(.*)$'
+local LEASE_ITEM = '(%S+) (%S+) (%S+) (%S+) (%S+)'
+
 local function decode_lease(rec)
-  local fence, limit, parts, rest = string.match(rec,
-    '^(%S+) (%S+) (%S+) %S+ ?(.*)$')
+  local fence, limit, parts, rest = string.match(rec, LEASE_HEAD)
   local l = {fence = tonumber(fence), limit = tonumber(limit),
              parts = tonumber(parts), items = {}}
   local items = l.items
-  for m, name, uid, held, d in string.gmatch(rest,
-      '(%S+) (%S+) (%S+) (%S+) (%S+)') do
+  for m, name, uid, held, d in string.gmatch(rest, LEASE_ITEM) do
     local it = {m = m, name = name, uid = tonumber(uid), held = tonumber(held),
                 devs = {}}
     if d ~= '-' then
@@ -1150,9 +1152,10 @@ end
 -- decides: devices, lone requests, claims, blocked waiters, a request that
 -- does not fit, owed work, a quarantine, a retry, a removed resource.
 
+-- After start(), which checked the schema: whether the namespace leaves
+-- the call to the quick path (nothing owed, no quarantine, no retry).
 local function quick_open()
-  return META[1] == SCHEMA and META[3] == '0' and META[5] == '0' and
-    not RETRY
+  return META[3] == '0' and META[5] == '0' and not RETRY
 end
 
 -- A quick call is done: it left the per-call tables as begin() found them.
@@ -1180,14 +1183,13 @@ local function quick_record(name, names, n)
 end
 
 local function quick_write(name, v)
-  call('HSET', P .. 'r:' .. name, 'x', struct.pack(RFMT, v[1], v[2], v[3],
-    v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14]))
+  call('HSET', P .. 'r:' .. name, 'x', res_record(unpack(v, 1, 14)))
 end
 
 -- A try, or an acquire that fits, of the items at ARGS[at] (see
--- parse_items()) for lease `id`: its reply, or nil.
+-- parse_items()) for lease `id` of a live session: its reply, or nil.
 local function quick_try(id, limit, at)
-  if not quick_open() or not session_alive() then return nil end
+  if not quick_open() then return nil end
   local n = tonumber(ARGS[at])
   local names, amounts, recs = {}, {}, {}
   for i = 1, n do
@@ -1223,14 +1225,12 @@ local function quick_try(id, limit, at)
     (n == 0 and ' ' or got)})
 end
 
--- The release of lease `id`: its reply, or nil.
-local function quick_release(id)
+-- The release of lease `id`, whose record is `rec`: its reply, or nil.
+local function quick_release(id, rec)
   if not quick_open() then return nil end
-  local rec = call('HGET', P .. 'L:' .. SID, id)
-  if not rec then return nil end
   local names, helds, recs, n = {}, {}, {}, 0
-  for m, name, uid, held in string.gmatch(string.match(rec,
-      '^%S+ %S+ %S+ %S+ ?(.*)$'), '(%S+) (%S+) (%S+) (%S+) %S+') do
+  local _, _, _, items = string.match(rec, LEASE_HEAD)
+  for m, name, uid, held in string.gmatch(items, LEASE_ITEM) do
     local v = m == 'u' and quick_record(name, names, n)
     if not v or v[R_UID] ~= tonumber(uid) or v[R_NB] > 0 then return nil end
     n = n + 1

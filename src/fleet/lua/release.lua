@@ -4,10 +4,10 @@
 local id = ARGV[ARG0 + 1]
 local s = start()
 if s then return s end
-local quick = quick_release(id)
-if quick then return quick end
 local rec = call('HGET', P .. 'L:' .. SID, id)
 if not rec then return finish(UNKNOWN) end
+local quick = quick_release(id, rec)
+if quick then return quick end
 release_lease(decode_lease(rec))
 call('HDEL', P .. 'L:' .. SID, id)
 audit('r ' .. id)
