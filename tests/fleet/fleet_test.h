@@ -11,6 +11,7 @@
 #include "support/cqt.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 static struct cqr_server fleet_server;
@@ -43,6 +44,24 @@ static inline cq_pool *fleet_open_as(const char *ns, const char *host,
   if (rc != 0)
     fail_msg("cq_fleet_open(%s): %s: %s", ns, cq_err_name(rc),
              cq_fleet_error());
+  return p;
+}
+
+uint64_t cq__fleet_beats(cq_pool *pool); /* test hook: heartbeats done */
+
+/* A pool on `ns` as `host` with `fleet_flags` whose background thread
+ * stays quiet for the test's next seconds: its heartbeats are rare, and
+ * the first is over when this returns. */
+static inline cq_pool *fleet_open_quiet(const char *ns, const char *host,
+                                        unsigned fleet_flags) {
+  cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.fleet_flags = fleet_flags;
+  o.ttl_ms = 60000;
+  o.heartbeat_ms = 20000;
+  cq_pool *p = fleet_open_as(ns, host, &o);
+  for (int i = 0; i < 2000 && cq__fleet_beats(p) == 0; i++)
+    cqt_sleep_ms(5);
+  assert_true(cq__fleet_beats(p) > 0);
   return p;
 }
 
