@@ -38,6 +38,6 @@ string(APPEND c "\nconst char *const fl_lua_body[] = {\n${table}};\n")
 string(APPEND c "const size_t fl_lua_body_len[] = {\n${lens}};\n")
 string(APPEND c "const char *const fl_lua_name[] = {\n${names}};\n")
 string(APPEND c "const char fl_lua_version[] = \"${version}\";\n")
-file(WRITE ${OUT}.tmp "${c}")
-execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different ${OUT}.tmp ${OUT})
-file(REMOVE ${OUT}.tmp)
+# Written each time, so that the file is newer than what it is made from
+# (a file left as it was would have make run this again for every target).
+file(WRITE ${OUT} "${c}")
