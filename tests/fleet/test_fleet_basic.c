@@ -457,7 +457,8 @@ test_an_uncontended_try_and_release_make_eleven_commands(void **state) {
   cqr_str(&fleet_server, info, sizeof(info), "INFO", "commandstats", NULL);
   assert_int_equal(calls_of(info, "fcall"), 20);
   assert_int_equal(calls_of(info, "hget"), 50);
-  assert_int_equal(calls_of(info, "zscore"), 10);
+  assert_int_equal(calls_of(info, "exists"), 10); /* the session */
+  assert_int_equal(calls_of(info, "zscore"), 0);
   assert_int_equal(calls_of(info, "hset"), 30);
   assert_int_equal(calls_of(info, "hincrby"), 10);
   assert_int_equal(calls_of(info, "hdel"), 10);
@@ -467,6 +468,48 @@ test_an_uncontended_try_and_release_make_eleven_commands(void **state) {
     all += atoll(at + strlen(":calls="));
   /* The 20 calls, their 110 commands, and CONFIG RESETSTAT itself. */
   assert_int_equal(all, 20 + 110 + 1);
+  assert_cq_ok(cq_pool_destroy(p));
+}
+
+int cq__fleet_fsck(cq_pool *pool, char *problems, size_t len); /* tests */
+
+/* A session is alive while its record is (the try's check reads nothing
+ * else): the record and the session's entry by expiry must come and go
+ * together, and fsck says where they do not. */
+static void
+test_fsck_names_a_session_whose_record_and_entry_disagree(void **state) {
+  (void)state;
+  fleet_server_up();
+  const char *ns = fleet_new_ns();
+  cq_pool *p = fleet_open_quiet(ns, "h", 0); /* no heartbeat meanwhile */
+  char problems[1024], sessions[96], sid[64], record[160], aside[96];
+  snprintf(sessions, sizeof(sessions), "cq:{%s}:S", ns);
+  cqr_str(&fleet_server, sid, sizeof(sid), "EVAL",
+          "return redis.call('ZRANGE', KEYS[1], 0, 0)[1]", "1", sessions, NULL);
+  assert_true(sid[0] != '\0');
+  snprintf(record, sizeof(record), "cq:{%s}:s:%s", ns, sid);
+  snprintf(aside, sizeof(aside), "cq:{%s}:aside", ns);
+  assert_cq_ok(cq__fleet_fsck(p, problems, sizeof(problems)));
+  assert_string_equal(problems, "");
+  /* The entry without its record. */
+  assert_int_equal(cqr_int(&fleet_server, "EXISTS", record, NULL), 1);
+  char ok[16];
+  cqr_str(&fleet_server, ok, sizeof(ok), "RENAME", record, aside, NULL);
+  assert_string_equal(ok, "OK");
+  assert_cq_ok(cq__fleet_fsck(p, problems, sizeof(problems)));
+  char want[160];
+  snprintf(want, sizeof(want), "session %s has no record", sid);
+  assert_non_null(strstr(problems, want));
+  cqr_str(&fleet_server, ok, sizeof(ok), "RENAME", aside, record, NULL);
+  assert_string_equal(ok, "OK");
+  /* A record without its entry. */
+  snprintf(record, sizeof(record), "cq:{%s}:s:ghost", ns);
+  assert_int_equal(cqr_int(&fleet_server, "HSET", record, "ttl", "1", NULL), 1);
+  assert_cq_ok(cq__fleet_fsck(p, problems, sizeof(problems)));
+  assert_non_null(strstr(problems, "session ghost has a record but no entry"));
+  assert_int_equal(cqr_int(&fleet_server, "DEL", record, NULL), 1);
+  assert_cq_ok(cq__fleet_fsck(p, problems, sizeof(problems)));
+  assert_string_equal(problems, "");
   assert_cq_ok(cq_pool_destroy(p));
 }
 
@@ -551,6 +594,8 @@ int main(void) {
       cmocka_unit_test(test_the_library_comes_back_after_function_flush),
       cmocka_unit_test(
           test_an_uncontended_try_and_release_make_eleven_commands),
+      cmocka_unit_test(
+          test_fsck_names_a_session_whose_record_and_entry_disagree),
       cmocka_unit_test(test_a_user_that_may_not_load_functions_runs_scripts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,7 @@
 -- (mode w). The id is the caller's: a retry with the same id finds the
 -- lease or the waiter the first attempt made.
 -- ARGV: id, mode, hold limit, then the items (see parse_items()).
-local id, mode, limit = ARGV[ARG0 + 1], ARGV[ARG0 + 2], tonumber(ARGV[ARG0 + 3])
+local id, mode, limit = ARGV[ARG0 + 1], ARGV[ARG0 + 2], num(ARGV[ARG0 + 3])
 local s = start()
 if s then return s end
 if not session_alive() then return finish(NOSESSION) end

@@ -9,7 +9,24 @@ if s then return s end
 local problems = {}
 local function bad(msg) problems[#problems + 1] = msg end
 local held, dheld = {}, {}
+-- A session is alive while its record is (see session_alive()): the
+-- record and the entry in P.."S" come and go together.
+local pattern = string.gsub(P, '([%*%?%[%]\\])', '\\%1') .. 's:*'
+local cursor = '0'
+repeat
+  local page = call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000)
+  cursor = page[1]
+  for _, key in ipairs(page[2]) do
+    local sid = string.sub(key, #P + 3)
+    if not call('ZSCORE', P .. 'S', sid) then
+      bad('session ' .. sid .. ' has a record but no entry in the sessions')
+    end
+  end
+until cursor == '0'
 for _, sid in ipairs(call('ZRANGE', P .. 'S', 0, -1)) do
+  if call('EXISTS', P .. 's:' .. sid) == 0 then
+    bad('session ' .. sid .. ' has no record')
+  end
   local leases = call('HGETALL', P .. 'L:' .. sid)
   for i = 2, #leases, 2 do
     for _, it in ipairs(decode_lease(leases[i]).items) do

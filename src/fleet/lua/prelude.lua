@@ -70,6 +70,20 @@ local function fmt(n)
   return t
 end
 
+-- The number an argument's text says, the other way round: tonumber()
+-- costs about as much as a Redis command, and the texts that recur
+-- (amounts, counts, resource ids, the script's share) are a few. Not for
+-- texts that never come back, such as fencing tokens: they would fill the
+-- memo for nothing.
+local NUM, NNUM = {}, 0
+local function num(s)
+  local n = NUM[s]
+  if n then return n end
+  n = tonumber(s)
+  if n and NNUM < 4096 then NUM[s], NNUM = n, NNUM + 1 end
+  return n
+end
+
 local NONE = {} -- an empty list that no one writes to, for every call
 local function min(a, b) if a < b then return a end return b end
 local function max(a, b) if a > b then return a end return b end
@@ -426,12 +440,12 @@ end
 -- Items from the arguments at `at`: a count, then (mode, name, uid,
 -- amount) per item, in resource order.
 local function parse_items(at)
-  local n = tonumber(ARGS[at])
+  local n = num(ARGS[at])
   local items = {}
   for i = 1, n do
     local b = at + (i - 1) * 4
-    items[i] = {m = ARGS[b + 1], name = ARGS[b + 2], uid = tonumber(ARGS[b + 3]),
-                a = tonumber(ARGS[b + 4])}
+    items[i] = {m = ARGS[b + 1], name = ARGS[b + 2], uid = num(ARGS[b + 3]),
+                a = num(ARGS[b + 4])}
   end
   return items, at + 1 + n * 4
 end
@@ -524,7 +538,7 @@ end
 -- 'l' for a lone grant of a budget. `why` is take()'s account of the
 -- decision, for the audit log.
 local function hold(sid, id, items, held, limit, why)
-  local fence = fmt(call('HINCRBY', P .. 'meta', 'fence', 1))
+  local fence = fmt(call('HINCRBY', P .. 'meta', 'fence', '1'))
   local rec, got = {}, {}
   for i, it in ipairs(items) do
     local h = held[i]
@@ -560,6 +574,7 @@ end
 -- the items' text, then each item.
 local LEASE_HEAD = '^(%S+) (%S+) (%S+) %S+ ?(.*)$'
 local LEASE_ITEM = '(%S+) (%S+) (%S+) (%S+) (%S+)'
+local LEASE_SKIP = '^%S+ %S+ %S+ %S+' -- the head, where only the items count
 
 local function decode_lease(rec)
   local fence, limit, parts, rest = string.match(rec, LEASE_HEAD)
@@ -1123,8 +1138,11 @@ local function start()
   return nil
 end
 
+-- A session is alive while its record is there: open writes it with the
+-- session's entry in P.."S", and end_session() deletes the two together
+-- (fsck checks that they agree). EXISTS is the cheapest of the two checks.
 local function session_alive()
-  return call('ZSCORE', P .. 'S', SID) ~= false
+  return call('EXISTS', P .. 's:' .. SID) == 1
 end
 
 -- The time left of the namespace's quarantine (it was created again after
@@ -1164,6 +1182,11 @@ local function quick_done(reply)
   return reply
 end
 
+-- The quick calls' lists of the resources they touch, with the amounts
+-- and the unpacked records: kept from call to call (quick calls do not
+-- nest), and read only up to the current call's count.
+local QNAMES, QAMOUNTS, QRECS = {}, {}, {}
+
 -- Record fields as struct.unpack() gives them (RFMT's order).
 local R_UID, R_CAP, R_USED, R_PEAK, R_GR, R_NC, R_NB, R_LO, R_NH =
   2, 5, 6, 7, 8, 9, 10, 13, 14
@@ -1183,26 +1206,26 @@ local function quick_record(name, names, n)
 end
 
 local function quick_write(name, v)
-  call('HSET', P .. 'r:' .. name, 'x', res_record(unpack(v, 1, 14)))
+  call('HSET', P .. 'r:' .. name, 'x', struct.pack(RFMT, unpack(v, 1, 14)))
 end
 
 -- A try, or an acquire that fits, of the items at ARGS[at] (see
 -- parse_items()) for lease `id` of a live session: its reply, or nil.
 local function quick_try(id, limit, at)
   if not quick_open() then return nil end
-  local n = tonumber(ARGS[at])
-  local names, amounts, recs = {}, {}, {}
+  local n = num(ARGS[at])
+  local names, amounts, recs = QNAMES, QAMOUNTS, QRECS
   for i = 1, n do
     local b = at + (i - 1) * 4
-    local name, a = ARGS[b + 2], tonumber(ARGS[b + 4])
+    local name, a = ARGS[b + 2], num(ARGS[b + 4])
     local v = ARGS[b + 1] == 'u' and quick_record(name, names, i - 1)
-    if not v or v[R_UID] ~= tonumber(ARGS[b + 3]) or v[R_NC] > 0 or
+    if not v or v[R_UID] ~= num(ARGS[b + 3]) or v[R_NC] > 0 or
         v[R_LO] > 0 or a > v[R_CAP] - v[R_USED] then
       return nil
     end
     names[i], amounts[i], recs[i] = name, a, v
   end
-  local fence = fmt(call('HINCRBY', P .. 'meta', 'fence', 1))
+  local fence = fmt(call('HINCRBY', P .. 'meta', 'fence', '1'))
   local lease, got, log = fence .. ' ' .. fmt(limit) .. ' 0 ' .. fmt(n), '', ''
   for i = 1, n do
     local v, a = recs[i], fmt(amounts[i])
@@ -1214,8 +1237,9 @@ local function quick_try(id, limit, at)
     if v[R_USED] > v[R_PEAK] then v[R_PEAK] = v[R_USED] end
     v[R_GR], v[R_NH] = v[R_GR] + 1, v[R_NH] + 1
     quick_write(names[i], v)
-    lease = lease .. ' u ' .. names[i] .. ' ' .. fmt(v[R_UID]) .. ' ' .. a ..
-      ' -'
+    -- The resource id as the caller wrote it: it equals the record's.
+    lease = lease .. ' u ' .. names[i] .. ' ' .. ARGS[at + (i - 1) * 4 + 3] ..
+      ' ' .. a .. ' -'
     got = got .. ' ' .. a
   end
   if n == 0 then lease = lease .. ' ' end
@@ -1228,13 +1252,13 @@ end
 -- The release of lease `id`, whose record is `rec`: its reply, or nil.
 local function quick_release(id, rec)
   if not quick_open() then return nil end
-  local names, helds, recs, n = {}, {}, {}, 0
-  local _, _, _, items = string.match(rec, LEASE_HEAD)
-  for m, name, uid, held in string.gmatch(items, LEASE_ITEM) do
+  local names, helds, recs, n = QNAMES, QAMOUNTS, QRECS, 0
+  local _, e = string.find(rec, LEASE_SKIP)
+  for m, name, uid, held in string.gmatch(string.sub(rec, e + 1), LEASE_ITEM) do
     local v = m == 'u' and quick_record(name, names, n)
-    if not v or v[R_UID] ~= tonumber(uid) or v[R_NB] > 0 then return nil end
+    if not v or v[R_UID] ~= num(uid) or v[R_NB] > 0 then return nil end
     n = n + 1
-    names[n], helds[n], recs[n] = name, tonumber(held), v
+    names[n], helds[n], recs[n] = name, num(held), v
   end
   for i = 1, n do
     local v = recs[i]
@@ -1242,7 +1266,7 @@ local function quick_release(id, rec)
     quick_write(names[i], v)
   end
   call('HDEL', P .. 'L:' .. SID, id)
-  audit('r ' .. id)
+  if AUDIT then audit('r ' .. id) end
   return quick_done({OK, 0, 0})
 end
 
@@ -1251,7 +1275,7 @@ end
 -- The namespace's meta record is read once for the whole call.
 local function begin(keys, args)
   call, P, ARGS = redis.call, keys[1], args
-  SID, STEPS, RETRY, HOST = args[1], tonumber(args[2]), args[3] == '1', args[4]
+  SID, STEPS, RETRY, HOST = args[1], num(args[2]), args[3] == '1', args[4]
   steps, NOW = 0, nil
   local head = call('HGET', P .. 'meta', 'head')
   META = head and HEADS[head]
