@@ -134,6 +134,49 @@ static void counter_give(redisContext *c, const char *key) {
   cmd_int(c, "DECRBY %s 1", key);
 }
 
+/* The floor under any design that keeps leases on the server with one
+ * function per operation: the commands of the fleet pool's uncontended
+ * try (6) and release (5), on keys laid out as a namespace's, with the
+ * arguments the library sends, and no decision at all (the record is
+ * written back as it was read). What a try + release costs above this is
+ * the policy's own work. */
+static const char floor_lib[] =
+    "#!lua name=cqbench\n"
+    "redis.register_function('floor_try', function(KEYS, ARGV)\n"
+    "  local call, P, sid = redis.call, KEYS[1], ARGV[1]\n"
+    "  call('HGET', P .. 'meta', 'head')\n"
+    "  call('EXISTS', P .. 's:' .. sid)\n"
+    "  local x = call('HGET', P .. 'r:' .. ARGV[10], 'x')\n"
+    "  call('HSET', P .. 'r:' .. ARGV[10], 'x', x)\n"
+    "  local fence = call('HINCRBY', P .. 'meta', 'fence', '1')\n"
+    "  call('HSET', P .. 'L:' .. sid, ARGV[5], x)\n"
+    "  return {0, 0, 1, 'g ' .. ARGV[5] .. ' ' .. fence .. ' 1'}\n"
+    "end)\n"
+    "redis.register_function('floor_release', function(KEYS, ARGV)\n"
+    "  local call, P, sid = redis.call, KEYS[1], ARGV[1]\n"
+    "  call('HGET', P .. 'meta', 'head')\n"
+    "  call('HGET', P .. 'L:' .. sid, ARGV[5])\n"
+    "  local x = call('HGET', P .. 'r:b0', 'x')\n"
+    "  call('HSET', P .. 'r:b0', 'x', x)\n"
+    "  call('HDEL', P .. 'L:' .. sid, ARGV[5])\n"
+    "  return {0, 0, 0}\n"
+    "end)\n";
+
+static void load_floor(redisContext *c) {
+  redisReply *r = redisCommand(c, "FUNCTION LOAD REPLACE %s", floor_lib);
+  if (r == NULL || r->type != REDIS_REPLY_STRING)
+    cqb_fail("FUNCTION LOAD of the floor");
+  freeReplyObject(r);
+  cmd_int(c, "HSET cq:{floor}:meta head %s fence 0", "2 0 0 0 0");
+  cmd_int(c, "HSET cq:{floor}:s:s1 ttl 60000");
+  cmd_int(c, "HSET cq:{floor}:r:b0 x %s", "fourteen packed counters");
+}
+
+static void floor_pair(redisContext *c) {
+  cmd_int(c, "FCALL floor_try 1 cq:{floor}: s1 4096 0 bench x1 t 0 1 u b0 1 1");
+  cmd_int(c, "FCALL floor_release 1 cq:{floor}: s1 4096 0 bench x1");
+}
+
 static int zset_take(redisContext *c, const char *key, int cap, long id) {
   return (int)cmd_int(c, "EVALSHA %s 1 %s %lld 30000 %d %ld", zset_sha, key,
                       (long long)cq_now(), cap, id);
@@ -197,6 +240,17 @@ static double hand_unc(struct unc *u, bool zset) {
 static double rep_counter_unc(void *arg) { return hand_unc(arg, false); }
 static double rep_zset_unc(void *arg) { return hand_unc(arg, true); }
 
+static double rep_floor_unc(void *arg) {
+  struct unc *u = arg;
+  int64_t t0 = cqb_now_ns();
+  for (long i = 0; i < u->n; i++)
+    floor_pair(u->c);
+  int64_t t1 = cqb_now_ns();
+  if (cmd_int(u->c, "HLEN cq:{floor}:L:s1") != 0)
+    return -1;
+  return (double)(t1 - t0) / (double)u->n;
+}
+
 /* A try + release of one budget on a pool of its own, opened as scripts
  * (`scripts`) or with `fleet_flags`, for `base`'s loop. */
 static void variant_unc(struct unc *v, const struct unc *base, bool scripts,
@@ -214,14 +268,16 @@ static void variant_unc(struct unc *v, const struct unc *base, bool scripts,
 /* The fleet pool and the hand-written semaphores on the same budgets,
  * measured by turns (cqb_measure_turns()): on a machine whose speed
  * drifts, the ratios hold. With one budget, the same as scripts (as on a
- * server without functions: what the library saves) and with releases
- * that wait for no reply, on pools of their own. */
+ * server without functions: what the library saves), with releases that
+ * wait for no reply, on pools of their own, and the floor of its
+ * commands (floor_lib). */
 static void uncontended(void) {
   char ns[32];
   for (int budgets = 1; budgets <= 4; budgets += 3) {
     struct unc u = {.budgets = budgets, .n = ops(2000, 20000, 100000)};
     u.c = connect_raw();
     load_zset(u.c);
+    load_floor(u.c);
     u.pool = open_pool(new_ns(ns, sizeof(ns)));
     must(cq_req_init(&u.req, u.pool), "cq_req_init");
     for (int b = 0; b < budgets; b++) {
@@ -231,18 +287,19 @@ static void uncontended(void) {
       must(cq_req_add(&u.req, name, 1), "cq_req_add");
     }
     struct unc scripts = {0}, async = {0};
-    struct cqb_turn t[5] = {
+    struct cqb_turn t[6] = {
         {.what = "INCR/DECR pairs", .fn = rep_counter_unc, .arg = &u},
         {.what = "sorted-set semaphore", .fn = rep_zset_unc, .arg = &u},
         {.what = "fleet try + release", .fn = rep_fleet_unc, .arg = &u},
         {.what = "as scripts", .fn = rep_fleet_unc, .arg = &scripts},
         {.what = "CQ_FLEET_ASYNC_RELEASE", .fn = rep_fleet_unc, .arg = &async},
+        {.what = "the floor", .fn = rep_floor_unc, .arg = &u},
     };
     if (budgets == 1) {
       variant_unc(&scripts, &u, true, 0);
       variant_unc(&async, &u, false, CQ_FLEET_ASYNC_RELEASE);
     }
-    cqb_measure_turns(t, budgets == 1 ? 5 : 3);
+    cqb_measure_turns(t, budgets == 1 ? 6 : 3);
     char what[64];
     snprintf(what, sizeof(what), "fleet try + release, %d budget%s", budgets,
              budgets > 1 ? "s" : "");
@@ -255,6 +312,9 @@ static void uncontended(void) {
       cqb_figure("fleet uncontended",
                  "fleet try + release, 1 budget, CQ_FLEET_ASYNC_RELEASE", "ns",
                  t[4].stat, "INCR/DECR pairs", &t[0].stat, 0);
+      cqb_figure("fleet uncontended",
+                 "the floor: its 11 commands, no decision (floor_lib)", "ns",
+                 t[5].stat, "INCR/DECR pairs", &t[0].stat, 0);
       cq_pool_destroy(scripts.pool);
       cq_pool_destroy(async.pool);
     }
