@@ -1183,24 +1183,31 @@ local function quick_done(reply)
 end
 
 -- The quick calls' lists of the resources they touch, with the amounts
--- and the unpacked records: kept from call to call (quick calls do not
--- nest), and read only up to the current call's count.
+-- and the unpacked records (a table per slot, filled again): kept from
+-- call to call (quick calls do not nest), and read only up to the current
+-- call's count.
 local QNAMES, QAMOUNTS, QRECS = {}, {}, {}
 
 -- Record fields as struct.unpack() gives them (RFMT's order).
 local R_UID, R_CAP, R_USED, R_PEAK, R_GR, R_NC, R_NB, R_LO, R_NH =
   2, 5, 6, 7, 8, 9, 10, 13, 14
 
--- The unpacked record of budget or class `name`, unless it is missing, a
--- device pool, or one of the first n of `names` too (the caller's
--- resources so far, each once).
+-- The unpacked record of budget or class `name`, in QRECS[n + 1], unless
+-- it is missing, a device pool, or one of the first n of `names` too (the
+-- caller's resources so far, each once).
 local function quick_record(name, names, n)
   for j = 1, n do
     if names[j] == name then return nil end
   end
   local raw = call('HGET', P .. 'r:' .. name, 'x')
   if not raw then return nil end
-  local v = {struct.unpack(RFMT, raw)}
+  local v = QRECS[n + 1]
+  if not v then
+    v = {}
+    QRECS[n + 1] = v
+  end
+  v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12],
+    v[13], v[14] = struct.unpack(RFMT, raw)
   if v[1] == DEVICES then return nil end
   return v
 end
