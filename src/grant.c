@@ -35,16 +35,25 @@ const char *cq_grant_error(const cq_grant *grant) {
   return grant != NULL ? cq__grant_ofc(grant)->msg : "";
 }
 
-/* Argument checks shared by the acquire calls. */
+/* Whether `grant` waits or holds in a pool other than `pool`, of either
+ * kind: an acquire on `pool` must not take it over. (In its own pool, the
+ * pool's checks see its state.) */
+static bool busy_elsewhere(const cq_pool *pool, const cq_grant *grant) {
+  cq_pool *bound = cq__grant_pool(grant);
+  if (bound == NULL || bound == pool)
+    return false;
+  if (bound->backend != NULL)
+    return !bound->backend->grant_is_idle(grant);
+  return cq__gstate(cq__grant_ofc(grant)) != CQ__G_IDLE;
+}
+
 /* Bind `grant` to a pool served by a backend, as cronoq_backend.h says:
  * the header names the pool, the message is empty. 0, or why not. */
 static int bind_remote(cq_pool *pool, cq_grant *grant, const cq_req *req) {
   if (grant == NULL || req == NULL)
     return CQ_EINVAL;
-  cq_pool *bound = cq__grant_pool(grant);
-  if (bound != NULL && bound != pool && bound->backend != NULL &&
-      bound->backend->grant_is_held(grant))
-    return CQ_ESTATE; /* holds units of another backend pool */
+  if (busy_elsewhere(pool, grant))
+    return CQ_ESTATE;
   struct cq__grant *g = cq__grant_of(grant);
   g->pool = pool;
   g->msg[0] = '\0';
@@ -62,7 +71,7 @@ static int check_attempt(cq_pool *pool, cq_grant *grant, const cq_req *req,
   if ((*r)->pool != pool)
     return CQ_EPOOL;
   *g = cq__grant_of(grant);
-  if (cq__gstate(*g) != CQ__G_IDLE)
+  if (cq__gstate(*g) != CQ__G_IDLE || busy_elsewhere(pool, grant))
     return CQ_ESTATE;
   return 0;
 }

@@ -28,6 +28,7 @@ static struct {
   cq_grant_cb last_cb;
   int64_t last_deadline;
   int last_status;
+  int busy;        /* what grant_is_idle says: 1, the grant waits or holds */
   char detail[96]; /* what last_error says: the last conflict's values */
 } rec;
 
@@ -290,6 +291,11 @@ static int b_grant_is_held(const cq_grant *g) {
   note("is_held");
   return 1;
 }
+static int b_grant_is_idle(const cq_grant *g) {
+  (void)g;
+  note("is_idle");
+  return !rec.busy;
+}
 static int b_req_headroom(cq_pool *p, const cq_req *req, int64_t *copies) {
   (void)p;
   (void)req;
@@ -349,6 +355,7 @@ static const cq_backend_ops ops = {
     .grant_cuda_visible = b_grant_cuda_visible,
     .grant_held = b_grant_held,
     .grant_is_held = b_grant_is_held,
+    .grant_is_idle = b_grant_is_idle,
     .req_headroom = b_req_headroom,
     .tasks_validate = b_tasks_validate,
     .pool_room = b_pool_room,
@@ -600,6 +607,67 @@ static int never_called(cq_pool *p) {
   return 0;
 }
 
+/* A grant bound to the backend pool that waits or holds there cannot be
+ * taken over by an acquire on another pool, of either kind: the core asks
+ * the backend, refuses with CQ_ESTATE and leaves the grant bound as it
+ * was. Once the backend says it is idle, the other pool may bind it. */
+static void
+test_a_grant_busy_in_a_backend_pool_is_refused_by_another_pool(void **state) {
+  (void)state;
+  cq_pool *p = rec.pool, *local, *other;
+  assert_cq_ok(cq_pool_create(&local, NULL));
+  assert_cq_ok(cq_budget_add(local, "db", 4));
+  assert_cq_ok(cq_backend_pool_create(&other, &ops, rec.impl, NULL));
+  cq_req r, rl, ro;
+  assert_cq_ok(cq_req_init(&r, p));
+  assert_cq_ok(cq_req_init(&rl, local));
+  assert_cq_ok(cq_req_add(&rl, "db", 1));
+  assert_cq_ok(cq_req_init(&ro, other));
+  cq_grant g;
+  cq_grant_init(&g);
+  assert_cq_ok(cq_grant_try(p, &g, &r));
+  rec.busy = 1;
+  rec.log[0] = '\0';
+  assert_cq_err(cq_grant_try(local, &g, &rl), CQ_ESTATE);
+  assert_cq_err(cq_grant_acquire(local, &g, &rl, 0), CQ_ESTATE);
+  assert_cq_err(cq_grant_submit(local, &g, &rl, CQ_NEVER, cb), CQ_ESTATE);
+  assert_cq_err(cq_grant_try(other, &g, &ro), CQ_ESTATE);
+  assert_cq_err(cq_grant_submit(other, &g, &ro, CQ_NEVER, cb), CQ_ESTATE);
+  expect_log("is_idle is_idle is_idle is_idle is_idle");
+  assert_ptr_equal(cq_backend_grant_pool(&g), p);
+  assert_string_equal(cq_grant_error(&g), "busy here");
+  cq_resource_stats st;
+  assert_cq_ok(cq_resource_stats_get(local, "db", &st));
+  assert_int_equal(st.in_use, 0);
+  /* In its own pool the backend decides, without the question. */
+  assert_cq_ok(cq_grant_try(p, &g, &r));
+  expect_log("try");
+  rec.busy = 0;
+  assert_cq_ok(cq_grant_try(local, &g, &rl));
+  expect_log("is_idle");
+  assert_ptr_equal(cq_backend_grant_pool(&g), local);
+  assert_cq_ok(cq_grant_release(local, &g));
+  /* And the other way: a grant waiting in an in-process pool is refused
+   * by the backend pool, which is not asked. */
+  cq_grant h;
+  cq_grant_init(&h);
+  cq_req all;
+  assert_cq_ok(cq_req_init(&all, local));
+  assert_cq_ok(cq_req_add(&all, "db", 4));
+  assert_cq_ok(cq_grant_try(local, &h, &all));
+  assert_cq_ok(cq_grant_submit(local, &g, &rl, CQ_NEVER, cb));
+  assert_cq_err(cq_grant_try(p, &g, &r), CQ_ESTATE);
+  assert_cq_err(cq_grant_try(other, &h, &ro), CQ_ESTATE);
+  expect_log("");
+  assert_ptr_equal(cq_backend_grant_pool(&g), local);
+  assert_cq_ok(cq_grant_cancel(local, &g));
+  assert_cq_ok(cq_grant_release(local, &h));
+  rec.log[0] = '\0';
+  assert_cq_ok(cq_pool_destroy(other));
+  rec.log[0] = '\0';
+  assert_cq_ok(cq_pool_destroy(local));
+}
+
 static void test_an_incomplete_backend_is_refused(void **state) {
   (void)state;
   cq_backend_ops partial = ops;
@@ -638,6 +706,7 @@ int main(void) {
       T(test_a_shared_backend_is_asked_every_spec_item_and_keeps_them),
       T(test_a_backend_without_a_detail_gets_the_codes_text),
       T(test_metrics_of_a_backend_pool_come_from_its_snapshots),
+      T(test_a_grant_busy_in_a_backend_pool_is_refused_by_another_pool),
       T(test_an_incomplete_backend_is_refused),
   };
 #undef T

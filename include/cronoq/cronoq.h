@@ -881,7 +881,8 @@ CQ_EXPORT void cq_grant_init(cq_grant *grant);
  * callbacks (a lock-free try that fails midway gives units back, which may
  * grant a waiter); callable from a callback.
  * Returns 0, CQ_EBUSY, CQ_ENEVER (details in cq_grant_error()), CQ_ENOENT
- * (a resource was removed), CQ_ECLOSED, CQ_EPOOL, CQ_ESTATE (grant in use) or
+ * (a resource was removed), CQ_ECLOSED, CQ_EPOOL, CQ_ESTATE (grant in use:
+ * it waits or holds, in this pool or in another one, which keeps it) or
  * CQ_EINVAL.
  */
 CQ_EXPORT int cq_grant_try(cq_pool *pool, cq_grant *grant, const cq_req *req);

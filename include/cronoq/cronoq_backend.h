@@ -34,7 +34,9 @@
  * - cq_req_init() binds the request to the pool (and empties its message)
  *   before calling req_init;
  * - an acquire (try, acquire, submit) binds the grant to the pool (and
- *   empties its message) before calling the backend;
+ *   empties its message) before calling the backend; a grant that still
+ *   waits or holds in the pool it is bound to, of either kind, is refused
+ *   with CQ_ESTATE first, and nothing changes (grant_is_idle);
  * - cq_grant_init() zeroes the whole grant, header included.
  * Calls that take only a request or a grant (cq_req_add, cq_grant_held...)
  * find the pool in the header. A grant whose header names no pool is idle
@@ -177,6 +179,10 @@ typedef struct cq_backend_ops {
                             char *buf, size_t len);
   int64_t (*grant_held)(const cq_grant *grant, const char *resource);
   int (*grant_is_held)(const cq_grant *grant);
+  /* Whether the grant neither waits nor holds units in this pool (as after
+   * cq_grant_init(), a release, or an attempt that ended without a grant):
+   * only then may an acquire on another pool bind it. */
+  int (*grant_is_idle)(const cq_grant *grant);
 
   /* For host schedulers */
   int (*req_headroom)(cq_pool *pool, const cq_req *req, int64_t *copies);

@@ -661,6 +661,7 @@ int fl_op_grant_cuda_visible(const cq_grant *grant, const char *resource,
                              char *buf, size_t len);
 int64_t fl_op_grant_held(const cq_grant *grant, const char *resource);
 int fl_op_grant_is_held(const cq_grant *grant);
+int fl_op_grant_is_idle(const cq_grant *grant);
 int fl_op_req_headroom(cq_pool *pool, const cq_req *req, int64_t *copies);
 int fl_op_tasks_validate(cq_pool *pool, const cq_task *tasks, size_t n,
                          cq_problem_fn fn, void *arg);

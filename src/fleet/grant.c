@@ -770,6 +770,10 @@ int fl_op_grant_is_held(const cq_grant *grant) {
   return fp != NULL && fl_gstate(g) == FL_G_HELD && cq_now() < fp->deadline_ms;
 }
 
+int fl_op_grant_is_idle(const cq_grant *grant) {
+  return fl_gstate(fl_grant_ofc(grant)) == FL_G_IDLE;
+}
+
 int cq_fleet_grant_fence(const cq_grant *grant, uint64_t *fence) {
   if (grant == NULL || fence == NULL)
     return CQ_EINVAL;

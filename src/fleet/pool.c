@@ -946,6 +946,7 @@ const cq_backend_ops fl_ops = {
     .grant_cuda_visible = fl_op_grant_cuda_visible,
     .grant_held = fl_op_grant_held,
     .grant_is_held = fl_op_grant_is_held,
+    .grant_is_idle = fl_op_grant_is_idle,
     .req_headroom = fl_op_req_headroom,
     .tasks_validate = fl_op_tasks_validate,
     .pool_room = fl_op_pool_room,

@@ -471,6 +471,64 @@ test_an_uncontended_try_and_release_make_eleven_commands(void **state) {
   assert_cq_ok(cq_pool_destroy(p));
 }
 
+static _Atomic int told_status = 1;
+static void tell_status(cq_grant *g, int status) {
+  (void)g;
+  atomic_store(&told_status, status);
+}
+
+/* A grant that waits or holds in a fleet pool is refused by an acquire on
+ * another pool, fleet or in-process, with CQ_ESTATE, and stays its pool's:
+ * the waiter can still be cancelled there, the holder released. Before,
+ * another fleet pool rebound it (then refused it), and an in-process pool
+ * took it over. */
+static void
+test_a_grant_busy_in_a_fleet_pool_is_refused_by_another_pool(void **state) {
+  (void)state;
+  fleet_server_up();
+  cq_pool *pools[3] = {fleet_open_as(fleet_new_ns(), "h", NULL),
+                       fleet_open_as(fleet_new_ns(), "h", NULL), NULL};
+  assert_cq_ok(cq_pool_create(&pools[2], NULL));
+  cq_req reqs[3];
+  for (int i = 0; i < 3; i++) {
+    assert_cq_ok(cq_budget_add(pools[i], "db", 1));
+    cqt_req(&reqs[i], pools[i], "db:1");
+  }
+  cq_pool *a = pools[0], *b = pools[1], *local = pools[2];
+  cq_req *ra = &reqs[0], *rb = &reqs[1], *rl = &reqs[2];
+  cq_grant held, waiting;
+  cq_grant_init(&held);
+  cq_grant_init(&waiting);
+  assert_cq_ok(cq_grant_try(a, &held, ra));
+  assert_cq_ok(cq_grant_submit(a, &waiting, ra, CQ_NEVER, tell_status));
+  cq_grant *busy[] = {&held, &waiting};
+  for (int i = 0; i < 2; i++) {
+    assert_cq_err(cq_grant_try(b, busy[i], rb), CQ_ESTATE);
+    assert_cq_err(cq_grant_acquire(b, busy[i], rb, cq_now() + 10), CQ_ESTATE);
+    assert_cq_err(cq_grant_try(local, busy[i], rl), CQ_ESTATE);
+    assert_cq_err(cq_grant_submit(local, busy[i], rl, CQ_NEVER, tell_status),
+                  CQ_ESTATE);
+    assert_ptr_equal(cq_backend_grant_pool(busy[i]), a);
+  }
+  assert_true(cq_grant_is_held(&held));
+  cq_resource_stats st;
+  assert_cq_ok(cq_resource_stats_get(b, "db", &st));
+  assert_int_equal(st.in_use, 0);
+  assert_cq_ok(cq_resource_stats_get(local, "db", &st));
+  assert_int_equal(st.in_use, 0);
+  assert_cq_ok(cq_grant_cancel(a, &waiting));
+  assert_int_equal(atomic_load(&told_status), CQ_ECANCELED);
+  assert_cq_ok(cq_grant_release(a, &held));
+  /* Idle again, either may go elsewhere. */
+  assert_cq_ok(cq_grant_try(local, &held, rl));
+  assert_cq_ok(cq_grant_release(local, &held));
+  assert_cq_ok(cq_grant_try(b, &waiting, rb));
+  assert_cq_ok(cq_grant_release(b, &waiting));
+  assert_cq_ok(cq_pool_destroy(local));
+  assert_cq_ok(cq_pool_destroy(b));
+  assert_cq_ok(cq_pool_destroy(a));
+}
+
 int cq__fleet_fsck(cq_pool *pool, char *problems, size_t len); /* tests */
 
 /* A session is alive while its record is (the try's check reads nothing
@@ -596,6 +654,8 @@ int main(void) {
           test_an_uncontended_try_and_release_make_eleven_commands),
       cmocka_unit_test(
           test_fsck_names_a_session_whose_record_and_entry_disagree),
+      cmocka_unit_test(
+          test_a_grant_busy_in_a_fleet_pool_is_refused_by_another_pool),
       cmocka_unit_test(test_a_user_that_may_not_load_functions_runs_scripts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
