@@ -39,12 +39,14 @@ const char *cq_grant_error(const cq_grant *grant) {
  * kind: an acquire on `pool` must not take it over. (In its own pool, the
  * pool's checks see its state.) */
 static bool busy_elsewhere(const cq_pool *pool, const cq_grant *grant) {
-  cq_pool *bound = cq__grant_pool(grant);
-  if (bound == NULL || bound == pool)
+  const struct cq__grant *g = cq__grant_ofc(grant);
+  if (g->pool == NULL || g->pool == pool)
     return false;
-  if (bound->backend != NULL)
-    return !bound->backend->grant_is_idle(grant);
-  return cq__gstate(cq__grant_ofc(grant)) != CQ__G_IDLE;
+  /* An in-process pool's grant answers from its own state, without
+   * reaching the pool (which an idle grant may have outlived). */
+  if (g->remote)
+    return !g->pool->backend->grant_is_idle(grant);
+  return cq__gstate(g) != CQ__G_IDLE;
 }
 
 /* Bind `grant` to a pool served by a backend, as cronoq_backend.h says:
@@ -56,6 +58,7 @@ static int bind_remote(cq_pool *pool, cq_grant *grant, const cq_req *req) {
     return CQ_ESTATE;
   struct cq__grant *g = cq__grant_of(grant);
   g->pool = pool;
+  g->remote = 1;
   g->msg[0] = '\0';
   return 0;
 }
@@ -101,6 +104,7 @@ static int attempt_begin(cq_pool *pool, cq_grant *grant, const cq_req *req,
     taken = cq__policy_fast_acquire(g, r, &uncounted);
     if (taken == 1) {
       g->pool = pool;
+      g->remote = 0;
       g->req = NULL;
       g->status = 0;
       g->msg[0] = '\0';
@@ -126,6 +130,7 @@ static int attempt_begin(cq_pool *pool, cq_grant *grant, const cq_req *req,
     return rc;
   }
   cq__policy_bind(pool, g, r);
+  g->remote = 0;
   return 0;
 }
 

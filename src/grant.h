@@ -57,6 +57,7 @@ struct cq__grant {
   uint8_t lockfree; /* may be released without the lock */
   uint8_t n_items;
   uint8_t blocker; /* item the waiter lacks first */
+  uint8_t remote;  /* `pool` is a backend's: its state is the backend's */
   cq_pool *pool;
   char msg[CQ__MSG_MAX]; /* why the last attempt failed */
 
