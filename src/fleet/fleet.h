@@ -300,6 +300,8 @@ struct fl_grant {
   bool in_table;    /* waiting: in the pool's table */
   bool in_held;     /* held: in the pool's list */
   int status;       /* of the finished attempt */
+  int told;         /* callback: the status it is given, fixed (under mu)
+                       when the grant is queued for it */
   uint64_t op;      /* attempt number, unique in the pool */
   uint64_t seq;     /* waiting: the server's arrival order */
   uint64_t fence;   /* held: the fencing token */
@@ -565,11 +567,14 @@ void fl_bg_kick(struct fl_pool *fp);
 /* Tests (cq__fleet_late_reply()): the next reply of a heartbeat is applied
  * only once the session's local deadline has passed, that of an acquire
  * only once another thread has found the session lost, as a reply that
- * came late or a thread descheduled before applying it would. */
+ * came late or a thread descheduled before applying it would; and a
+ * callback acquire granted at once goes on to its callback only once
+ * another thread has found the session lost. */
 #define FL_LATE_HEARTBEAT 1u
 #define FL_LATE_ACQUIRE 2u
-/* Hold back the reply in hand if `which` is set (link.mu held, mu not);
- * bounded. */
+#define FL_LATE_GRANTED 4u
+/* Hold back the reply in hand if `which` is set (link.mu held, mu not;
+ * neither for FL_LATE_GRANTED); bounded. */
 void fl_late_reply(struct fl_pool *fp, uint32_t which);
 
 /* The waiting table (mu held). */

@@ -417,8 +417,17 @@ int fl_op_grant_submit(cq_pool *pool, cq_grant *grant, const cq_req *req,
   fl_ctx_init(&ctx);
   rc = send_acquire(fp, g, fl_req_ofc(req), past ? 't' : 'w',
                     call_limit(fp, 't', CQ_NEVER), &ctx);
-  if (rc == 0 || (rc == CQ_EBUSY && past)) {
-    g->status = rc == 0 ? 0 : CQ_ETIMEDOUT;
+  if (rc == 0) {
+    fl_late_reply(fp, FL_LATE_GRANTED);
+    /* Held, the grant is the background thread's too, which may have
+     * found the lease lost since (and written its status): the callback
+     * is told what holds now. */
+    pthread_mutex_lock(&fp->mu);
+    g->told = fl_gstate(g) == FL_G_HELD ? 0 : g->status;
+    pthread_mutex_unlock(&fp->mu);
+    ctx_push(&ctx, g);
+  } else if (rc == CQ_EBUSY && past) {
+    g->status = g->told = CQ_ETIMEDOUT; /* idle: nobody else sees it */
     ctx_push(&ctx, g);
     rc = 0;
   } else if (rc == FL_R_WAITING) {

@@ -756,9 +756,17 @@ void cq__fleet_drop_replies(cq_pool *pool, unsigned n) {
 void cq__fleet_late_reply(cq_pool *pool, uint32_t which);
 
 /* Tests: the next reply of a heartbeat (FL_LATE_HEARTBEAT) or an acquire
- * (FL_LATE_ACQUIRE) is applied late (fl_late_reply()). */
+ * (FL_LATE_ACQUIRE) is applied late, or a callback granted at once is
+ * told late (FL_LATE_GRANTED): see fl_late_reply(). */
 void cq__fleet_late_reply(cq_pool *pool, uint32_t which) {
   atomic_fetch_or(&fl_pool_of(pool)->late, which);
+}
+
+uint32_t cq__fleet_late_pending(cq_pool *pool);
+
+/* Tests: the FL_LATE_* hooks set and not reached yet. */
+uint32_t cq__fleet_late_pending(cq_pool *pool) {
+  return atomic_load(&fl_pool_of(pool)->late);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -241,8 +241,10 @@ void fl_ctx_finish(struct fl_pool *fp, struct fl_ctx *c) {
     if (tl_dispatch.head == NULL)
       tl_dispatch.tail = &tl_dispatch.head;
     g->ready_next = NULL;
-    /* Once the callback starts, the grant is the caller's again. */
-    g->cb(fl_grant_pub(g), g->status);
+    /* Once the callback starts, the grant is the caller's again. Its
+     * status was fixed when it was queued: a loss since, which the
+     * background thread writes into g->status, comes as an event. */
+    g->cb(fl_grant_pub(g), g->told);
   }
   tl_dispatch.active = false;
 }
@@ -253,6 +255,7 @@ static void notify(struct fl_pool *fp, struct fl_grant *g, struct fl_ctx *ctx) {
     g->ready_next = ctx->wake;
     ctx->wake = g;
   } else {
+    g->told = g->status;
     g->ready_next = NULL;
     *ctx->ready_tail = g;
     ctx->ready_tail = &g->ready_next;

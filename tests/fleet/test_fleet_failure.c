@@ -22,12 +22,14 @@
 #include <arpa/inet.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
 
 int cq__fleet_fsck(cq_pool *pool, char *problems, size_t len);
 void cq__fleet_late_reply(cq_pool *pool, uint32_t which);
+uint32_t cq__fleet_late_pending(cq_pool *pool);
 
 #define TTL_MS 1000
 #define HEARTBEAT_MS 200
@@ -983,6 +985,46 @@ test_an_acquire_parked_after_its_session_was_lost_does_not_wait(void **st) {
   late_acquire_holds_nothing(&r, true);
 }
 
+/* Once the rig's submit has its grant and waits at the hook, the server
+ * stops, so that the session is lost before the callback runs. */
+static void *stop_the_server_at_the_hook(void *arg) {
+  cq_pool *p = arg;
+  for (int i = 0; i < 20000 && (cq__fleet_late_pending(p) & FL_LATE_GRANTED);
+       i++)
+    cqt_sleep_ms(1);
+  cqr_kill(&srv, SIGSTOP);
+  return NULL;
+}
+
+/* A callback acquire granted at once whose lease is lost before its
+ * callback runs (the background thread found the session lost meanwhile)
+ * is told CQ_EUNAVAILABLE, as its state says, and the loss comes as an
+ * event. Before, the callback was told 0 for a grant no longer held: the
+ * submitting thread wrote the status over the loss, unlocked. */
+static void
+test_a_callback_granted_at_once_then_lost_is_told_of_the_loss(void **state) {
+  (void)state;
+  struct rig r;
+  rig_up(&r, 2); /* room: the submit is granted at once */
+  cq__fleet_late_reply(r.p, FL_LATE_GRANTED);
+  pthread_t stopper;
+  assert_int_equal(
+      pthread_create(&stopper, NULL, stop_the_server_at_the_hook, r.p), 0);
+  struct cb_rec rec;
+  cq_grant g;
+  submit(r.p, &g, &rec, &r.req, false);
+  assert_int_equal(pthread_join(stopper, NULL), 0);
+  cqr_kill(&srv, SIGCONT);
+  assert_int_equal(atomic_load(&rec.status), CQ_EUNAVAILABLE);
+  assert_false(cq_grant_is_held(&g));
+  assert_cq_err(cq_grant_release(r.p, &g), CQ_ESTATE);
+  assert_int_equal(atomic_load(&r.seen.lost), 2); /* it and r.held */
+  assert_false(cq_grant_is_held(&r.held));
+  WAIT_FOR(in_use(r.p, "licence") == 0, 20000);
+  assert_int_equal(in_use(r.p, "licence"), 0);
+  rig_works_then_down(&r, 10000);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(
@@ -1016,6 +1058,8 @@ int main(void) {
           test_an_acquire_granted_after_its_session_was_lost_holds_nothing),
       cmocka_unit_test(
           test_an_acquire_parked_after_its_session_was_lost_does_not_wait),
+      cmocka_unit_test(
+          test_a_callback_granted_at_once_then_lost_is_told_of_the_loss),
   };
   /* One test, for a look at it alone: CQT_FILTER=<name or pattern>. */
   if (getenv("CQT_FILTER") != NULL)
