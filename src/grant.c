@@ -35,18 +35,19 @@ const char *cq_grant_error(const cq_grant *grant) {
   return grant != NULL ? cq__grant_ofc(grant)->msg : "";
 }
 
-/* Whether `grant` waits or holds in a pool other than `pool`, of either
- * kind: an acquire on `pool` must not take it over. (In its own pool, the
- * pool's checks see its state.) */
-static bool busy_elsewhere(const cq_pool *pool, const cq_grant *grant) {
+/* Whether `grant` still waits or holds in the pool it is bound to, of
+ * either kind: an acquire must then refuse it before writing anything.
+ * A backend's pool is asked, even for an acquire on that same pool, whose
+ * background work may be writing the grant. An in-process pool's grant
+ * answers from its own state, without reaching the pool (which an idle
+ * grant may have outlived); in its own pool, the pool's checks read it. */
+static bool busy(const cq_pool *pool, const cq_grant *grant) {
   const struct cq__grant *g = cq__grant_ofc(grant);
-  if (g->pool == NULL || g->pool == pool)
+  if (g->pool == NULL)
     return false;
-  /* An in-process pool's grant answers from its own state, without
-   * reaching the pool (which an idle grant may have outlived). */
   if (g->remote)
     return !g->pool->backend->grant_is_idle(grant);
-  return cq__gstate(g) != CQ__G_IDLE;
+  return g->pool != pool && cq__gstate(g) != CQ__G_IDLE;
 }
 
 /* Bind `grant` to a pool served by a backend, as cronoq_backend.h says:
@@ -54,7 +55,7 @@ static bool busy_elsewhere(const cq_pool *pool, const cq_grant *grant) {
 static int bind_remote(cq_pool *pool, cq_grant *grant, const cq_req *req) {
   if (grant == NULL || req == NULL)
     return CQ_EINVAL;
-  if (busy_elsewhere(pool, grant))
+  if (busy(pool, grant))
     return CQ_ESTATE;
   struct cq__grant *g = cq__grant_of(grant);
   g->pool = pool;
@@ -74,7 +75,7 @@ static int check_attempt(cq_pool *pool, cq_grant *grant, const cq_req *req,
   if ((*r)->pool != pool)
     return CQ_EPOOL;
   *g = cq__grant_of(grant);
-  if (cq__gstate(*g) != CQ__G_IDLE || busy_elsewhere(pool, grant))
+  if (cq__gstate(*g) != CQ__G_IDLE || busy(pool, grant))
     return CQ_ESTATE;
   return 0;
 }

@@ -181,7 +181,7 @@ typedef struct cq_backend_ops {
   int (*grant_is_held)(const cq_grant *grant);
   /* Whether the grant neither waits nor holds units in this pool (as after
    * cq_grant_init(), a release, or an attempt that ended without a grant):
-   * only then may an acquire on another pool bind it. */
+   * only then may an acquire, on this pool or another, bind it again. */
   int (*grant_is_idle)(const cq_grant *grant);
 
   /* For host schedulers */
