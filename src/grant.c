@@ -55,6 +55,12 @@ static bool busy(const cq_pool *pool, const cq_grant *grant) {
 static int bind_remote(cq_pool *pool, cq_grant *grant, const cq_req *req) {
   if (grant == NULL || req == NULL)
     return CQ_EINVAL;
+  /* In the order of the checks of every acquire (check_attempt()). */
+  cq_pool *bound = cq__req_pool(req);
+  if (bound == NULL)
+    return CQ_EINVAL; /* not an initialised request */
+  if (bound != pool)
+    return CQ_EPOOL;
   if (busy(pool, grant))
     return CQ_ESTATE;
   struct cq__grant *g = cq__grant_of(grant);
