@@ -617,7 +617,18 @@ static int send_part(struct fl_pool *fp, struct fl_grant *g, char kind,
   if (rc == 0) {
     rc = fl_reply_status(r);
     fl_call_done(fp, r);
-    rc = rc == FL_R_UNKNOWN ? CQ_ESTATE : rc > 0 ? CQ_ESYS : rc;
+    if (rc == FL_R_UNKNOWN) {
+      /* The server has no such lease (its session was ended, say while
+       * this process was stopped): it is lost, and told so once, so that
+       * a caller told CQ_ESTATE holds an idle grant, free to reuse. */
+      pthread_mutex_lock(&fp->mu);
+      if (!g->lost && fl_gstate(g) == FL_G_HELD)
+        fl_grant_lost(fp, g, "the server has no such lease");
+      pthread_mutex_unlock(&fp->mu);
+      rc = CQ_ESTATE;
+    } else if (rc > 0) {
+      rc = CQ_ESYS;
+    }
   } else if (rc == FL_ESESSION) {
     rc = CQ_ESTATE;
   } else {

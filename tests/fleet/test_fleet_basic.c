@@ -529,6 +529,50 @@ test_a_grant_busy_in_a_fleet_pool_is_refused_by_another_pool(void **state) {
   assert_cq_ok(cq_pool_destroy(a));
 }
 
+static void count_lost(const cq_event *ev, void *arg) {
+  if (ev->type == CQ_EVENT_LOST)
+    atomic_fetch_add((_Atomic int *)arg, 1);
+}
+
+/* A partial release of a lease the server no longer has (its session was
+ * ended, say while the process was stopped) returns CQ_ESTATE, "not
+ * held": the grant is then idle, told lost once, and free to reuse.
+ * Before, it stayed in the pool's list of held grants, and a caller that
+ * re-initialised it, as CQ_ESTATE allows, broke that list. */
+static void
+test_a_part_release_of_a_lease_the_server_lost_leaves_the_grant_idle(
+    void **state) {
+  (void)state;
+  fleet_server_up();
+  const char *ns = fleet_new_ns();
+  _Atomic int lost = 0;
+  cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.on_event = count_lost;
+  o.event_arg = (void *)&lost;
+  cq_pool *p = fleet_open_as(ns, "h", &o);
+  assert_cq_ok(cq_budget_add(p, "db", 4));
+  cq_req req;
+  cqt_req(&req, p, "db:2");
+  cq_grant g;
+  cq_grant_init(&g);
+  assert_cq_ok(cq_grant_try(p, &g, &req));
+  char sessions[96], leases[160], sid[64];
+  snprintf(sessions, sizeof(sessions), "cq:{%s}:S", ns);
+  cqr_str(&fleet_server, sid, sizeof(sid), "EVAL",
+          "return redis.call('ZRANGE', KEYS[1], 0, 0)[1]", "1", sessions, NULL);
+  snprintf(leases, sizeof(leases), "cq:{%s}:L:%s", ns, sid);
+  assert_int_equal(cqr_int(&fleet_server, "DEL", leases, NULL), 1);
+  assert_cq_err(cq_grant_release_part(p, &g, "db", 1), CQ_ESTATE);
+  assert_false(cq_grant_is_held(&g));
+  assert_int_equal(atomic_load(&lost), 1);
+  assert_cq_err(cq_grant_release(p, &g), CQ_ESTATE);
+  cq_grant_init(&g);
+  assert_cq_ok(cq_grant_try(p, &g, &req));
+  assert_cq_ok(cq_grant_release(p, &g));
+  assert_int_equal(atomic_load(&lost), 1);
+  assert_cq_ok(cq_pool_destroy(p));
+}
+
 int cq__fleet_fsck(cq_pool *pool, char *problems, size_t len); /* tests */
 
 /* A session is alive while its record is (the try's check reads nothing
@@ -656,6 +700,8 @@ int main(void) {
           test_fsck_names_a_session_whose_record_and_entry_disagree),
       cmocka_unit_test(
           test_a_grant_busy_in_a_fleet_pool_is_refused_by_another_pool),
+      cmocka_unit_test(
+          test_a_part_release_of_a_lease_the_server_lost_leaves_the_grant_idle),
       cmocka_unit_test(test_a_user_that_may_not_load_functions_runs_scripts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
