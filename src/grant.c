@@ -56,10 +56,10 @@ static int bind_remote(cq_pool *pool, cq_grant *grant, const cq_req *req) {
   if (grant == NULL || req == NULL)
     return CQ_EINVAL;
   /* In the order of the checks of every acquire (check_attempt()). */
-  cq_pool *bound = cq__req_pool(req);
-  if (bound == NULL)
+  cq_pool *req_pool = cq__req_pool(req);
+  if (req_pool == NULL)
     return CQ_EINVAL; /* not an initialised request */
-  if (bound != pool)
+  if (req_pool != pool)
     return CQ_EPOOL;
   if (busy(pool, grant))
     return CQ_ESTATE;
