@@ -965,7 +965,8 @@ void fl_bg_kick(struct fl_pool *fp) {
   }
 }
 
-/* Subscribe to the session's channel on a fresh connection. */
+/* Subscribe to the session's channel on a fresh connection, waiting a
+ * heartbeat interval at most, and never past the local deadline. */
 static void subscribe(struct fl_pool *fp) {
   if (fp->sub != NULL) {
     redisFree(fp->sub);
@@ -975,11 +976,13 @@ static void subscribe(struct fl_pool *fp) {
   pthread_mutex_lock(&fp->mu);
   snprintf(ch, sizeof(ch), "%sch:%s", fp->prefix, fp->sid);
   bool have = fp->sid[0] != '\0';
+  int64_t wait = fp->deadline_ms - cq_now();
   pthread_mutex_unlock(&fp->mu);
-  if (!have)
+  if (!have || wait <= 0)
     return;
   char err[FL_MSG_MAX];
-  redisContext *c = fl_connect(fp, fp->heartbeat_ms, err, sizeof(err));
+  redisContext *c = fl_connect(
+      fp, wait < fp->heartbeat_ms ? wait : fp->heartbeat_ms, err, sizeof(err));
   if (c == NULL)
     return;
   const char *argv[2] = {"SUBSCRIBE", ch};
@@ -1075,9 +1078,13 @@ static void *bg_main(void *arg) {
     if (have && (fp->sub == NULL || strcmp(want, fp->sub_channel) != 0) &&
         now >= sub_retry) {
       subscribe(fp);
-      if (fp->sub == NULL)
-        sub_retry = now + fp->heartbeat_ms / 4 + 1;
-      continue;
+      if (fp->sub != NULL)
+        continue; /* the loop looks again, for what it missed meanwhile */
+      /* A server that takes the connection but does not answer keeps
+       * each try a while: the rest of the turn still runs, so that the
+       * local deadline is kept whatever the subscription does. */
+      now = cq_now();
+      sub_retry = now + fp->heartbeat_ms / 4 + 1;
     }
     int timeout = due                 ? 0
                   : wake <= now       ? 0

@@ -244,3 +244,36 @@ void cqr_str(const struct cqr_server *s, char *buf, size_t len, ...) {
   if (r != NULL)
     freeReplyObject(r);
 }
+
+int cqr_atomically(const struct cqr_server *s, const char *const *const *cmds) {
+  struct timeval tv = {5, 0};
+  redisContext *c = redisConnectUnixWithTimeout(s->sock, tv);
+  if (c == NULL || c->err != 0) {
+    if (c != NULL)
+      redisFree(c);
+    return -1;
+  }
+  int n = 0;
+  redisAppendCommand(c, "MULTI");
+  for (; cmds[n] != NULL; n++) {
+    int argc = 0;
+    while (argc < 16 && cmds[n][argc] != NULL)
+      argc++;
+    redisAppendCommandArgv(c, argc, (const char **)cmds[n], NULL);
+  }
+  redisAppendCommand(c, "EXEC");
+  int ok = -1;
+  void *reply;
+  /* MULTI's reply, each command's QUEUED, then EXEC's array. */
+  for (int i = 0; i < n + 2 && redisGetReply(c, &reply) == REDIS_OK; i++) {
+    redisReply *r = reply;
+    if (i == n + 1 && r->type == REDIS_REPLY_ARRAY) {
+      ok = 0;
+      for (size_t k = 0; k < r->elements; k++)
+        ok += r->element[k]->type != REDIS_REPLY_ERROR;
+    }
+    freeReplyObject(r);
+  }
+  redisFree(c);
+  return ok;
+}

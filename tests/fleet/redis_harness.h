@@ -54,4 +54,10 @@ long long cqr_int(const struct cqr_server *s, ...);
 /* The same for a reply that is a string: copied into buf, "" if none. */
 void cqr_str(const struct cqr_server *s, char *buf, size_t len, ...);
 
+/* Run commands as one transaction (MULTI ... EXEC) on one connection, so
+ * that no other client runs between them: `cmds` lists NULL-terminated
+ * argument lists and ends with NULL. Returns how many of them succeeded,
+ * or -1 when the transaction could not run. */
+int cqr_atomically(const struct cqr_server *s, const char *const *const *cmds);
+
 #endif

@@ -709,6 +709,34 @@ test_a_stalled_server_keeps_deadlines_and_delivers_releases_once(void **s) {
   two_down(a, b);
 }
 
+/* A stall that begins while the background thread has no subscription
+ * (here the server cuts it off in the very transaction that pauses the
+ * server): each new try to subscribe is let in and never answered. The
+ * holder is told at its local deadline all the same, while the server
+ * still stalls. Before, the thread tried to subscribe again and again,
+ * and told nobody until the stall ended. */
+static void
+test_a_stall_that_cuts_the_subscription_still_tells_holders_at_the_deadline(
+    void **state) {
+  (void)state;
+  struct rig r;
+  rig_up(&r, 1);
+  static const char *const cut[] = {"CLIENT", "KILL", "TYPE", "pubsub", NULL};
+  static const char *const pause[] = {"CLIENT", "PAUSE", "5000", "ALL", NULL};
+  const char *const *const both[] = {cut, pause, NULL};
+  int64_t t0 = cq_now();
+  assert_int_equal(cqr_atomically(&srv, both), 2);
+  WAIT_FOR(atomic_load(&r.seen.lost) > 0, 20000);
+  assert_int_equal(atomic_load(&r.seen.lost), 1);
+  assert_false(cq_grant_is_held(&r.held));
+  int64_t told = atomic_load(&r.seen.first_lost_ms) - t0;
+  printf("stall without a subscription: the holder was told %" PRId64
+         " ms into the 5000 ms stall (TTL %d ms)\n",
+         told, TTL_MS);
+  assert_true(told < 5000); /* the server still stalled */
+  rig_works_then_down(&r, 20000);
+}
+
 /* ------------------------------------------------------------------------ */
 /* 9. Out of memory                                                          */
 /* ------------------------------------------------------------------------ */
@@ -1041,6 +1069,8 @@ int main(void) {
           test_grants_arrive_when_wake_ups_are_cut_again_and_again),
       cmocka_unit_test(
           test_a_stalled_server_keeps_deadlines_and_delivers_releases_once),
+      cmocka_unit_test(
+          test_a_stall_that_cuts_the_subscription_still_tells_holders_at_the_deadline),
       cmocka_unit_test(test_a_server_out_of_memory_grants_nothing_and_says_so),
       cmocka_unit_test(
           test_a_server_gone_mid_run_fails_closed_and_holders_are_told),
