@@ -40,6 +40,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 #if defined(__linux__)
 #include <sys/prctl.h>
 #endif
@@ -549,6 +550,38 @@ static void on_group_timer(uv_timer_t *timer) {
     (void)uv_timer_stop(timer);
 }
 
+/*
+ * libuv learns that a child exited from SIGCHLD alone. When the signal
+ * never comes, the run would wait for ever on a zombie: the runner was
+ * started with SIGCHLD blocked (a blocked mask passes from a parent to what
+ * it starts, and a parent that waits for its children with signalfd blocks
+ * it), or the signal was dropped on its way (ThreadSanitizer's runtime,
+ * which defers signals, was seen to drop one in about 200 runs). So once a
+ * second, a shell that has exited while its exit callback has not run is
+ * looked for, with waitid(WNOWAIT), which leaves it for libuv to reap; on
+ * one, SIGCHLD is unblocked and raised again, and libuv's handler takes it
+ * from there.
+ */
+static void on_exit_watch(uv_timer_t *timer) {
+  struct runner *r = timer->data;
+  for (const struct job *job = r->running_list; job != NULL; job = job->next) {
+    if (job->shell_exited)
+      continue;
+    siginfo_t info;
+    memset(&info, 0, sizeof(info));
+    if (waitid(P_PID, (id_t)job->pgid, &info, WEXITED | WNOHANG | WNOWAIT) !=
+            0 ||
+        info.si_pid == 0)
+      continue;
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    (void)pthread_sigmask(SIG_UNBLOCK, &chld, NULL);
+    (void)kill(getpid(), SIGCHLD);
+    return;
+  }
+}
+
 static void on_child_exit(uv_process_t *process, int64_t exit_status,
                           int term_signal) {
   struct job *job = process->data;
@@ -765,6 +798,7 @@ static void finish_if_done(struct runner *r) {
   for (size_t i = 0; i < RUNNER_STOP_SIGNALS; i++)
     uv_close((uv_handle_t *)&r->signals[i], NULL);
   uv_close((uv_handle_t *)&r->group_timer, NULL);
+  uv_close((uv_handle_t *)&r->exit_watch, NULL);
   if (r->progress) {
     uv_close((uv_handle_t *)&r->progress_timer, NULL);
     progress_clear(r);
@@ -823,6 +857,10 @@ int runner_start(struct runner *r) {
 #endif
   (void)uv_timer_init(&r->loop, &r->group_timer); /* cannot fail */
   r->group_timer.data = r;
+  (void)uv_timer_init(&r->loop, &r->exit_watch);
+  r->exit_watch.data = r;
+  (void)uv_timer_start(&r->exit_watch, on_exit_watch, RUNNER_EXIT_WATCH_MS,
+                       RUNNER_EXIT_WATCH_MS);
   if (r->progress) {
     (void)uv_timer_init(&r->loop, &r->progress_timer); /* cannot fail */
     r->progress_timer.data = r;

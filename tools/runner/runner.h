@@ -44,6 +44,10 @@
 /* How often the groups of jobs whose shell has exited are looked at. */
 #define RUNNER_GROUP_POLL_MS 20
 
+/* How often the runner looks for a job's shell that has exited without
+ * its SIGCHLD reaching libuv (see run.c, on_exit_watch()). */
+#define RUNNER_EXIT_WATCH_MS 1000
+
 /* How often the progress line is redrawn. */
 #define RUNNER_PROGRESS_MS 250
 
@@ -247,6 +251,7 @@ struct runner {
   uv_signal_t signals[RUNNER_STOP_SIGNALS]; /* SIGINT, SIGTERM, SIGHUP */
   uv_timer_t progress_timer;
   uv_timer_t group_timer; /* polls the groups of jobs whose shell exited */
+  uv_timer_t exit_watch;  /* finds shell exits that SIGCHLD did not bring */
   const char *gpu_pool;   /* the device pool behind CUDA_VISIBLE_DEVICES and
                              CRONOQ_GPU_FRACTION, or NULL when there is none */
   char *default_request;  /* for jobs naming nothing, owned */

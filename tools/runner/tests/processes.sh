@@ -204,6 +204,27 @@ halt_fail_percent_is_a_share_of_all_the_jobs() {
   [ -z "$(ls "$dir" | grep '^ran\.')" ] || fail "a job after the halt ran"
 }
 
+# A shell's exit reaches the runner as SIGCHLD alone, and a blocked signal
+# mask passes from a parent to what it starts (a parent that waits for its
+# children with signalfd blocks SIGCHLD): a runner started so still sees
+# each job end, and the run ends. Before, it waited for ever on the first.
+job_ends_are_seen_when_the_runner_starts_with_sigchld_blocked() {
+  have_python || { echo "skipped: no $python"; return 0; }
+  printf 'slot=1 -- true\nslot=1 -- exit 3\nslot=1 -- true\n' >"$dir/jobs"
+  (exec "$python" -c 'import os, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
+os.execvp(sys.argv[1], sys.argv[1:])' ${CRONOQ_RUN_WRAPPER:-} "$bin" \
+    --resources slot=1 "$dir/jobs" >"$dir/out" 2>"$dir/err") &
+  runner=$!
+  guard 60
+  wait "$runner"
+  rc=$?
+  unguard
+  [ "$rc" -ne 137 ] || fail "the runner hung (killed after 60 s)"
+  [ "$rc" -eq 1 ] || fail "exit status $rc, expected 1"
+  expect_statuses 1 "exit 0" 2 "exit 3" 3 "exit 0"
+}
+
 # A second signal does not wait for the grace period (a minute here): the
 # job, which ignores SIGTERM, is killed at once.
 second_signal_kills_at_once() {
