@@ -198,19 +198,26 @@ void cqr_stop(struct cqr_server *s) {
   }
 }
 
+/* A connection of the tests' own to the server, or NULL. */
+static redisContext *connect_to(const struct cqr_server *s) {
+  struct timeval tv = {5, 0};
+  redisContext *c = redisConnectUnixWithTimeout(s->sock, tv);
+  if (c != NULL && c->err != 0) {
+    redisFree(c);
+    c = NULL;
+  }
+  return c;
+}
+
 static redisReply *command(const struct cqr_server *s, va_list ap) {
   const char *argv[16];
   int n = 0;
   const char *a;
   while (n < 16 && (a = va_arg(ap, const char *)) != NULL)
     argv[n++] = a;
-  struct timeval tv = {5, 0};
-  redisContext *c = redisConnectUnixWithTimeout(s->sock, tv);
-  if (c == NULL || c->err != 0) {
-    if (c != NULL)
-      redisFree(c);
+  redisContext *c = connect_to(s);
+  if (c == NULL)
     return NULL;
-  }
   redisReply *r = redisCommandArgv(c, n, argv, NULL);
   redisFree(c);
   return r;
@@ -246,13 +253,9 @@ void cqr_str(const struct cqr_server *s, char *buf, size_t len, ...) {
 }
 
 int cqr_atomically(const struct cqr_server *s, const char *const *const *cmds) {
-  struct timeval tv = {5, 0};
-  redisContext *c = redisConnectUnixWithTimeout(s->sock, tv);
-  if (c == NULL || c->err != 0) {
-    if (c != NULL)
-      redisFree(c);
+  redisContext *c = connect_to(s);
+  if (c == NULL)
     return -1;
-  }
   int n = 0;
   redisAppendCommand(c, "MULTI");
   for (; cmds[n] != NULL; n++) {
