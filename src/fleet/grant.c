@@ -622,7 +622,7 @@ static int send_part(struct fl_pool *fp, struct fl_grant *g, char kind,
        * this process was stopped): it is lost, and told so once, so that
        * a caller told CQ_ESTATE holds an idle grant, free to reuse. */
       pthread_mutex_lock(&fp->mu);
-      if (!g->lost && fl_gstate(g) == FL_G_HELD)
+      if (fl_gstate(g) == FL_G_HELD)
         fl_grant_lost(fp, g, "the server has no such lease");
       pthread_mutex_unlock(&fp->mu);
       rc = CQ_ESTATE;
