@@ -58,7 +58,7 @@ static const char *new_ns(char *buf, size_t len) {
 static cq_pool *open_pool_with(const char *ns, unsigned fleet_flags) {
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
   o.host = "bench";
-  o.fleet_flags = fleet_flags;
+  o.fleet_flags = fleet_flags | CQ_FLEET_NEW_NAMESPACE;
   cq_pool *p = NULL;
   int rc = cq_fleet_open(&p, srv.url, ns, &o);
   if (rc != 0)

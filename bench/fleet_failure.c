@@ -129,6 +129,7 @@ static void on_event(const cq_event *ev, void *arg) {
 
 static cq_pool *open_licence(cq_event_fn fn, cq_pool **self, cq_req *req) {
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.fleet_flags = CQ_FLEET_NEW_NAMESPACE; /* tests: a server of their own */
   o.host = "bench";
   o.ttl_ms = TTL_MS;
   o.heartbeat_ms = HEARTBEAT_MS;

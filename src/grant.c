@@ -7,6 +7,11 @@
  * Requests of budgets only are first tried without the lock, and their
  * grants released without it (the policy's lock-free clause).
  *
+ * A call that needs a grant held or waiting in a pool, given a grant bound
+ * to another pool of either kind or to none, is answered here the same way
+ * for every kind of pool (check_bound()); a backend sees only its own
+ * grants.
+ *
  * Whoever makes a waiting grant leave that state tells its owner: a blocked
  * thread is unparked (util/parker.h; no broadcast, so a thread wakes only
  * for its own outcome, or when nudged to try again in its barging window),
@@ -40,15 +45,63 @@ const char *cq_grant_error(const cq_grant *grant) {
  * A backend's pool is asked, even for an acquire on that same pool, whose
  * background work may be writing the grant. An in-process pool's grant
  * answers from its own state, without reaching the pool (which an idle
- * grant may have outlived); in its own pool, the pool's checks read it. */
-static bool busy(const cq_pool *pool, const cq_grant *grant) {
+ * grant may have outlived). */
+static bool busy(const cq_grant *grant) {
   const struct cq__grant *g = cq__grant_ofc(grant);
-  if (g->pool == NULL)
-    return false;
-  if (g->remote)
+  uint8_t s = cq__gstate(g);
+  if (s == CQ__G_REMOTE)
     return !g->pool->backend->grant_is_idle(grant);
-  return g->pool != pool && cq__gstate(g) != CQ__G_IDLE;
+  return s != CQ__G_IDLE;
 }
+
+/*
+ * The state of `grant` where it is bound: an in-process grant's own; a
+ * backend's grant's as its backend tells it (held when grant_is_held says
+ * so, else idle when grant_is_idle does, else waiting); a grant bound to no
+ * pool is idle.
+ */
+static uint8_t bound_state(const cq_grant *grant) {
+  const struct cq__grant *g = cq__grant_ofc(grant);
+  uint8_t s = cq__gstate(g);
+  if (s != CQ__G_REMOTE)
+    return s;
+  const cq_backend_ops *b = g->pool->backend;
+  return b->grant_is_held(grant)   ? CQ__G_HELD
+         : b->grant_is_idle(grant) ? CQ__G_IDLE
+                                   : CQ__G_WAITING;
+}
+
+/*
+ * Whether a call on `pool` that needs `grant` in state `want` (held, or
+ * waiting) may go on: 0 when the grant is bound to `pool` (a backend then
+ * checks the state itself). Otherwise the answer every pool gives, of
+ * either kind, without asking any but the grant's own backend: CQ_ESTATE
+ * when the grant is not in `want` where it is bound, CQ_EPOOL when it is,
+ * but in another pool. The state comes first: it is atomic, and an owner
+ * starting a lock-free attempt writes g->pool without the lock, so a
+ * racing cancel reads the pool only once the state shows it was set.
+ */
+static int check_bound(const cq_pool *pool, const cq_grant *grant,
+                       uint8_t want) {
+  const struct cq__grant *g = cq__grant_ofc(grant);
+  if (cq__gstate(g) == CQ__G_REMOTE && g->pool == pool)
+    return 0;
+  if (bound_state(grant) != want)
+    return CQ_ESTATE;
+  return g->pool == pool ? 0 : CQ_EPOOL;
+}
+
+/* At the top of a call on a held or waiting grant: on a pool served by a
+ * backend the call passes to it only with a grant bound to that pool
+ * (cronoq_backend.h); any other grant is answered here, as every pool
+ * answers it. */
+#define TO_BACKEND_BOUND(pool, grant, want, op, ...)                           \
+  do {                                                                         \
+    if ((pool) != NULL && cq__pool_remote(pool)) {                             \
+      int rc_ = check_bound((pool), (grant), (want));                          \
+      return rc_ != 0 ? rc_ : (pool)->backend->op(__VA_ARGS__);                \
+    }                                                                          \
+  } while (0)
 
 /* Bind `grant` to a pool served by a backend, as cronoq_backend.h says:
  * the header names the pool, the message is empty. 0, or why not. */
@@ -61,12 +114,16 @@ static int bind_remote(cq_pool *pool, cq_grant *grant, const cq_req *req) {
     return CQ_EINVAL; /* not an initialised request */
   if (req_pool != pool)
     return CQ_EPOOL;
-  if (busy(pool, grant))
+  if (busy(grant))
     return CQ_ESTATE;
   struct cq__grant *g = cq__grant_of(grant);
-  g->pool = pool;
-  g->remote = 1;
+  /* Bound again to the same pool, the header is left as it is: a cancel
+   * may be reading it (check_bound()). */
+  if (g->pool != pool)
+    g->pool = pool;
   g->msg[0] = '\0';
+  if (cq__gstate(g) != CQ__G_REMOTE)
+    cq__gstate_set(g, CQ__G_REMOTE);
   return 0;
 }
 
@@ -81,7 +138,7 @@ static int check_attempt(cq_pool *pool, cq_grant *grant, const cq_req *req,
   if ((*r)->pool != pool)
     return CQ_EPOOL;
   *g = cq__grant_of(grant);
-  if (cq__gstate(*g) != CQ__G_IDLE || busy(pool, grant))
+  if (busy(grant))
     return CQ_ESTATE;
   return 0;
 }
@@ -105,13 +162,13 @@ static int attempt_begin(cq_pool *pool, cq_grant *grant, const cq_req *req,
   int taken = 0;
   uint32_t uncounted = 0;
   /* With an event hook every acquire takes the lock, where events are
-   * ordered; with backfill too, where the shadow time sees every grant. */
+   * ordered; with backfill too, where the shadow time sees every grant;
+   * and once a sleeper's barging window has passed, where it ends. */
   if ((r->flags & CQ__REQ_LOCKFREE) && cq__pool_lockfree(pool) &&
-      !atomic_load_explicit(&pool->closed, memory_order_relaxed)) {
+      cq__pool_fast_open(pool)) {
     taken = cq__policy_fast_acquire(g, r, &uncounted);
     if (taken == 1) {
       g->pool = pool;
-      g->remote = 0;
       g->req = NULL;
       g->status = 0;
       g->msg[0] = '\0';
@@ -137,7 +194,7 @@ static int attempt_begin(cq_pool *pool, cq_grant *grant, const cq_req *req,
     return rc;
   }
   cq__policy_bind(pool, g, r);
-  g->remote = 0;
+  cq__gstate_set(g, CQ__G_IDLE); /* no longer a backend's, if it was */
   return 0;
 }
 
@@ -160,7 +217,7 @@ int cq_grant_try(cq_pool *pool, cq_grant *grant, const cq_req *req) {
   int rc = attempt_begin(pool, grant, req, &g, &o);
   if (rc != 0)
     return rc == 1 ? 0 : rc;
-  return finish(pool, &o, cq__policy_arrive(pool, g) ? 0 : CQ_EBUSY);
+  return finish(pool, &o, cq__policy_arrive(pool, g, &o) ? 0 : CQ_EBUSY);
 }
 
 int cq_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
@@ -177,7 +234,7 @@ int cq_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
   int rc = attempt_begin(pool, grant, req, &g, &o);
   if (rc != 0)
     return rc == 1 ? 0 : rc;
-  if (cq__policy_arrive(pool, g))
+  if (cq__policy_arrive(pool, g, &o))
     return finish(pool, &o, 0);
   if (deadline_ms != CQ_NEVER && cq__pool_now(pool) >= deadline_ms)
     return finish(pool, &o, CQ_ETIMEDOUT);
@@ -256,7 +313,7 @@ int cq_grant_submit(cq_pool *pool, cq_grant *grant, const cq_req *req,
     cq__outbox_flush(&o);
     return 0;
   }
-  if (cq__policy_arrive(pool, g)) {
+  if (cq__policy_arrive(pool, g, &o)) {
     g->status = 0;
     cq__outbox_call(&o, g);
   } else if (deadline_ms != CQ_NEVER && cq__pool_now(pool) >= deadline_ms) {
@@ -272,23 +329,20 @@ int cq_grant_submit(cq_pool *pool, cq_grant *grant, const cq_req *req,
 }
 
 /*
- * Lock `pool` and check that `g` is bound to it and in `state`. On success
- * the lock stays held.
+ * Lock in-process `pool` and check that `g` is bound to it and in `state`
+ * (check_bound()). On success the lock stays held.
  */
 static int lock_grant(cq_pool *pool, cq_grant *grant, uint8_t state,
                       struct cq__grant **out) {
   if (pool == NULL || grant == NULL)
     return CQ_EINVAL;
   struct cq__grant *g = cq__grant_of(grant);
+  /* A backend's grant is not this pool's: its backend is asked its state
+   * without this pool's lock. */
+  if (cq__gstate(g) == CQ__G_REMOTE)
+    return check_bound(pool, grant, state);
   cq__mutex_lock(&pool->lock);
-  int rc = 0;
-  /* The state first: it is atomic, and an owner starting a lock-free
-   * attempt writes g->pool without the lock, so a racing cancel may read
-   * the pool only once the state shows it was set under the lock. */
-  if (cq__gstate(g) != state)
-    rc = CQ_ESTATE;
-  else if (g->pool != pool)
-    rc = CQ_EPOOL;
+  int rc = check_bound(pool, grant, state);
   if (rc != 0) {
     cq__mutex_unlock(&pool->lock);
     return rc;
@@ -301,7 +355,8 @@ int cq_grant_abort(cq_pool *pool, cq_grant *grant, int status) {
   if (status != CQ_ECANCELED && status != CQ_ETIMEDOUT && status != CQ_ECLOSED)
     return CQ_EINVAL;
   if (grant != NULL)
-    CQ__TO_BACKEND(pool, grant_abort, pool, grant, status);
+    TO_BACKEND_BOUND(pool, grant, CQ__G_WAITING, grant_abort, pool, grant,
+                     status);
   struct cq__grant *g;
   int rc = lock_grant(pool, grant, CQ__G_WAITING, &g);
   if (rc != 0)
@@ -319,7 +374,7 @@ int cq_grant_cancel(cq_pool *pool, cq_grant *grant) {
 int cq_grant_release(cq_pool *pool, cq_grant *grant) {
   if (pool == NULL || grant == NULL)
     return CQ_EINVAL;
-  CQ__TO_BACKEND(pool, grant_release, pool, grant);
+  TO_BACKEND_BOUND(pool, grant, CQ__G_HELD, grant_release, pool, grant);
   struct cq__grant *g = cq__grant_of(grant);
   struct cq__outbox o;
   if (g->lockfree && g->pool == pool && cq__gstate(g) == CQ__G_HELD) {
@@ -356,7 +411,8 @@ int cq_grant_release_part(cq_pool *pool, cq_grant *grant, const char *resource,
                           int64_t amount) {
   if (resource == NULL || grant == NULL)
     return CQ_EINVAL;
-  CQ__TO_BACKEND(pool, grant_release_part, pool, grant, resource, amount);
+  TO_BACKEND_BOUND(pool, grant, CQ__G_HELD, grant_release_part, pool, grant,
+                   resource, amount);
   struct cq__grant *g;
   int rc = lock_grant(pool, grant, CQ__G_HELD, &g);
   if (rc != 0)
@@ -513,8 +569,8 @@ int cq_grant_release_device(cq_pool *pool, cq_grant *grant,
                             int64_t milli) {
   if (resource == NULL || grant == NULL)
     return CQ_EINVAL;
-  CQ__TO_BACKEND(pool, grant_release_device, pool, grant, resource, index,
-                 milli);
+  TO_BACKEND_BOUND(pool, grant, CQ__G_HELD, grant_release_device, pool, grant,
+                   resource, index, milli);
   struct cq__grant *g;
   int rc = lock_grant(pool, grant, CQ__G_HELD, &g);
   if (rc != 0)

@@ -8,7 +8,10 @@
  * the request fits at once, or WAITING -> IDLE when it times out, is
  * cancelled, the pool closes or a capacity shrinks below it. Every
  * transition happens under the pool lock, except on the lock-free paths,
- * where the owner changes its own grant.
+ * where the owner changes its own grant. A grant bound to a pool served by
+ * a backend is REMOTE from its binding until an in-process pool binds it
+ * again: its state is the backend's (grant_is_idle, grant_is_held), and
+ * `pool` is that backend's pool.
  */
 #ifndef CRONOQ_GRANT_H
 #define CRONOQ_GRANT_H
@@ -21,7 +24,8 @@
 enum cq__gstate {
   CQ__G_IDLE = 0, /* never used, released, or finished without a grant */
   CQ__G_WAITING = 1,
-  CQ__G_HELD = 2
+  CQ__G_HELD = 2,
+  CQ__G_REMOTE = 3 /* bound to a backend's pool, which keeps its state */
 };
 
 enum cq__gstyle { CQ__STYLE_BLOCKING = 1, CQ__STYLE_CALLBACK = 2 };
@@ -57,7 +61,6 @@ struct cq__grant {
   uint8_t lockfree; /* may be released without the lock */
   uint8_t n_items;
   uint8_t blocker; /* item the waiter lacks first */
-  uint8_t remote;  /* `pool` is a backend's: its state is the backend's */
   cq_pool *pool;
   char msg[CQ__MSG_MAX]; /* why the last attempt failed */
 

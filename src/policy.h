@@ -75,9 +75,10 @@ void cq__policy_init(cq_pool *p, int64_t barge_ms);
 void cq__policy_bind(cq_pool *p, struct cq__grant *g,
                      const struct cq__req *req);
 /* A new arrival: granted now, normally or by backfill (true), or left
- * ungranted with nothing changed (false). A try's whole answer, and a
- * blocking or callback acquire's first look. */
-bool cq__policy_arrive(cq_pool *p, struct cq__grant *g);
+ * ungranted (false). A try's whole answer, and a blocking or callback
+ * acquire's first look. Sleepers whose window has passed claim their
+ * place first, and may be granted then: their outcomes are in `o`. */
+bool cq__policy_arrive(cq_pool *p, struct cq__grant *g, struct cq__outbox *o);
 /* The arrival did not fit: it waits with `deadline_ms` (CQ_NEVER: none),
  * claiming what it lacks. It may be granted at once, when a lock-free
  * release raced its arrival; then its outcome is in `o`. */
@@ -86,14 +87,17 @@ void cq__policy_enqueue(cq_pool *p, struct cq__grant *g, int64_t deadline_ms,
 /* The arrival, a blocking acquire, did not fit on a pool with a barging
  * window: it sleeps without claiming anything, so that running threads may
  * take what comes free, and one release at a time wakes one sleeper that
- * fits to try again; once its window has passed it waits as
- * cq__policy_enqueue() has it, in its place by arrival. It may be granted
- * at once, when a release raced its arrival; then its outcome is in `o`. */
+ * fits to try again. Its window ends at arrival + T: from then on it waits
+ * as cq__policy_enqueue() has it, in its place by arrival, made so by the
+ * first entry point that can grant anything (its own thread's, an
+ * arrival's, a release's, the expiry's), and lock-free acquires stop at
+ * its end (cq_pool.fast_until). It may be granted at once, when a release
+ * raced its arrival; then its outcome is in `o`. */
 void cq__policy_sleep(cq_pool *p, struct cq__grant *g, int64_t deadline_ms,
                       struct cq__outbox *o);
 /* The thread of waiting g woke (nudged, or at the end of its window):
- * asleep, g tries again as a new arrival would, and once its window has
- * passed, claims its place. */
+ * asleep, g tries again as a new arrival would, or once its window has
+ * passed, claims its place (with every other sleeper past its own). */
 void cq__policy_woken(cq_pool *p, struct cq__grant *g, struct cq__outbox *o);
 /* Whether waiting g is asleep in its window, and when the window ends. */
 bool cq__policy_asleep(const struct cq__grant *g, int64_t *until);

@@ -3,13 +3,15 @@
  * figures.
  *
  * Timers. Every waiter with a finite deadline sits in the policy's deadline
- * tree. A blocking waiter times itself out with a timed park, and ends its
- * barging window the same way. A callback waiter has no thread of its own, so
- * the pool starts one timer thread the first time such a waiter parks (or a
- * grant with a hold limit is made); it sleeps until the earliest deadline or
- * limit end and lets the policy expire what is due. With CQ_POOL_MANUAL_TIMERS
- * nothing times out by itself: cq_pool_expire(), called by the host, is the
- * only way deadlines pass and limits end.
+ * tree. A blocking waiter times itself out with a timed park, and wakes the
+ * same way at the end of its barging window; but the window ends then
+ * whether its thread runs or not: the next call on the pool that can grant
+ * anything finds it past (queue.c). A callback waiter has no thread of its
+ * own, so the pool starts one timer thread the first time such a waiter
+ * parks (or a grant with a hold limit is made); it sleeps until the
+ * earliest deadline or limit end and lets the policy expire what is due.
+ * With CQ_POOL_MANUAL_TIMERS nothing times out by itself: cq_pool_expire(),
+ * called by the host, is the only way deadlines pass and limits end.
  */
 #include "pool.h"
 
@@ -100,6 +102,7 @@ int cq_pool_close(cq_pool *pool) {
   cq__outbox_init(&o, pool);
   cq__mutex_lock(&pool->lock);
   atomic_store(&pool->closed, true);
+  cq__pool_fast_until_set(pool, CQ__FAST_CLOSED);
   cq__policy_close(pool, &o);
   CQ__POLICY_CHECK(pool);
   cq__mutex_unlock(&pool->lock);

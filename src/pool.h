@@ -25,6 +25,13 @@ struct cq_pool {
   void *clock_arg;
   void *data;
   _Atomic bool closed;
+  /* Until when, on the pool's clock, acquires may try the lock-free clause
+   * (grant.c reads it in the one load that path spends on the pool):
+   * CQ_NEVER while no blocking acquire sleeps in its barging window; while
+   * one does, the end of the oldest sleeper's window, after which acquires
+   * take the lock, where that window ends (queue.c); CQ__FAST_CLOSED once
+   * the pool is closed. Written under the lock. */
+  _Atomic int64_t fast_until;
 
   struct cq__restab tab;  /* resource.c */
   struct cq__queue q;     /* queue.c */
@@ -41,6 +48,27 @@ static inline bool cq__pool_lockfree(const cq_pool *p) {
 
 static inline int64_t cq__pool_now(const cq_pool *p) {
   return p->clock ? p->clock(p->clock_arg) : cq_now();
+}
+
+/* fast_until of a closed pool: before every clock reading. */
+#define CQ__FAST_CLOSED INT64_MIN
+
+/* Let acquires go lock-free until `until` (CQ_NEVER: no limit), or never
+ * again once the pool is closed. Lock held. */
+static inline void cq__pool_fast_until_set(cq_pool *p, int64_t until) {
+  if (atomic_load_explicit(&p->closed, memory_order_relaxed))
+    until = CQ__FAST_CLOSED;
+  atomic_store_explicit(&p->fast_until, until, memory_order_relaxed);
+}
+
+/* Whether an acquire may try the lock-free clause now (see fast_until).
+ * The clock is read only while a sleeper's window is open, and a pool's
+ * own clock never: it is called with the lock held (cq_clock_fn), so such
+ * a pool's acquires take the lock while anyone sleeps. */
+static inline bool cq__pool_fast_open(const cq_pool *p) {
+  int64_t until = atomic_load_explicit(&p->fast_until, memory_order_relaxed);
+  return until == CQ_NEVER ||
+         (until != CQ__FAST_CLOSED && p->clock == NULL && cq_now() < until);
 }
 
 /* Whether `p` is served by a backend: every call passes to it. */

@@ -67,10 +67,19 @@
  * that fits (nudge_one(), one outstanding at a time) to try again as a new
  * arrival would, withholdings and reservations respected. A sleeper names
  * its budgets with the sleepers bit, so that lock-free releases come here
- * to wake it, while lock-free acquires still go past it. After T it claims
- * its place by its arrival (sleeper_claims()) and is a waiter like any
- * other. So a blocking acquire can be overtaken only during its first T.
- * Callback waiters and backfill pools have no window.
+ * to wake it, while lock-free acquires still go past it. Its window ends at
+ * arrival + T on the pool's clock (wake_until), whether or not its thread
+ * runs then: from that moment it claims its place by its arrival
+ * (sleeper_claims()) and is a waiter like any other. Whoever comes first
+ * makes it so: its own thread when it wakes, the expiry, and every other
+ * entry point that can grant, which first ends the windows that have
+ * passed (windows_end()); lock-free acquires stop at the end of the oldest
+ * window (cq_pool.fast_until, kept by fast_gate(); on a pool with its own
+ * clock, which is read under the lock only, while anyone sleeps) and come
+ * here. So an attempt that arrives after a sleeper's first T never
+ * overtakes it. A lock-free acquire that read the clock before the end may
+ * still take units just after it: it arrived within the window. Callback
+ * waiters and backfill pools have no window.
  *
  * The backfill exception (CQ_POOL_BACKFILL, backfill.c). The head is the
  * oldest waiter and its shadow time S the earliest moment it would fit by
@@ -502,11 +511,15 @@ static void give_back(cq_pool *p, struct cq__grant *g, unsigned i,
 
 static void examine(cq_pool *p, struct cq__grant *g, struct cq__outbox *o);
 static void sweep(cq_pool *p, struct cq__outbox *o);
+static void settle(cq_pool *p, struct cq__outbox *o);
+static bool windows_end(cq_pool *p, struct cq__outbox *o);
+static void fast_gate(cq_pool *p);
 
 void cq__policy_init(cq_pool *p, int64_t barge_ms) {
   p->q.next_seq = 1;
   /* Backfill's shadow time counts on every waiter's place: no window. */
   p->q.barge_ms = (p->flags & CQ_POOL_BACKFILL) ? 0 : barge_ms;
+  fast_gate(p);
   cq__bf_init(&p->bf);
 }
 
@@ -543,7 +556,11 @@ backfill_past(cq_pool *p, const struct cq__grant *g, int64_t now) {
   return h != g ? h : NULL;
 }
 
-bool cq__policy_arrive(cq_pool *p, struct cq__grant *g) {
+bool cq__policy_arrive(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
+  /* Sleepers past their window claim before the new arrival is looked at:
+   * it is younger than all of them. */
+  if (windows_end(p, o))
+    settle(p, o);
   int32_t devices[CQ_REQ_MAX_ITEMS] = {0};
   int64_t now = cq__pool_now(p);
   const struct cq__grant *h = NULL;
@@ -690,6 +707,7 @@ static void leave(cq_pool *p, struct cq__grant *g, int status,
 void cq__policy_leave(cq_pool *p, struct cq__grant *g, int status,
                       struct cq__outbox *o) {
   leave(p, g, status, o);
+  windows_end(p, o);
   sweep(p, o);
 }
 
@@ -721,6 +739,7 @@ void cq__policy_release(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
   count_held(p, g, -1);
   cq__gstate_set(g, CQ__G_IDLE);
   cq__event(p, CQ_EVENT_RELEASED, g, NULL, 0);
+  windows_end(p, o);
   settle(p, o);
 }
 
@@ -745,6 +764,7 @@ void cq__policy_give_back(cq_pool *p, struct cq__grant *g, unsigned i,
   cq__bf_invalidate(p); /* the head's projection counted it whole */
   adopt(p, g);
   give_back(p, g, i, amount, false);
+  windows_end(p, o);
   settle(p, o);
 }
 
@@ -760,6 +780,7 @@ void cq__policy_give_back_device(cq_pool *p, struct cq__grant *g, unsigned i,
     it->u.hold.held -= CQ_DEVICE_MILLI;
     units_returned(p, it->res, 0);
   }
+  windows_end(p, o);
   settle(p, o);
 }
 
@@ -767,6 +788,7 @@ void cq__policy_fast_released(cq_pool *p, struct cq__grant *g,
                               struct cq__outbox *o) {
   for (unsigned i = 0; i < g->n_items; i++)
     units_returned(p, g->it[i].res, 0);
+  windows_end(p, o);
   settle(p, o);
 }
 
@@ -803,6 +825,7 @@ static void count_sleeper(struct cq__grant *g, int delta) {
 }
 
 static void sleeper_unlink(cq_pool *p, struct cq__grant *g) {
+  bool oldest = g->qprev == NULL;
   if (g->qprev != NULL)
     g->qprev->qnext = g->qnext;
   else
@@ -815,6 +838,8 @@ static void sleeper_unlink(cq_pool *p, struct cq__grant *g) {
   p->q.n_sleepers--;
   count_sleeper(g, -1);
   g->asleep = 0;
+  if (oldest)
+    fast_gate(p);
   if (p->q.nudged == g) { /* what it was woken for may fit another */
     p->q.nudged = NULL;
     p->q.nudge = true;
@@ -840,6 +865,30 @@ static void sleeper_claims(cq_pool *p, struct cq__grant *g,
   queue_link(p, g);
   block_on(g, 0);
   examine(p, g, o);
+}
+
+/* Every sleeper whose window has passed by `now` claims its place, oldest
+ * first: they went to sleep in arrival order, each for the same window. */
+static bool claim_due(cq_pool *p, int64_t now, struct cq__outbox *o) {
+  bool any = false;
+  for (; p->q.sleepers != NULL && p->q.sleepers->wake_until <= now; any = true)
+    sleeper_claims(p, p->q.sleepers, o);
+  return any;
+}
+
+/* The windows that have passed end now, whatever their threads do: where
+ * an event that can grant begins. The clock is read only while someone
+ * sleeps. Returns whether any ended; then what their claims left to walk
+ * is the event's to sweep. */
+static bool windows_end(cq_pool *p, struct cq__outbox *o) {
+  return p->q.sleepers != NULL && claim_due(p, cq__pool_now(p), o);
+}
+
+/* Tell lock-free acquires how long they may go past the sleepers: until
+ * the oldest window ends (pool.h). Whenever the oldest sleeper changes. */
+static void fast_gate(cq_pool *p) {
+  cq__pool_fast_until_set(p, p->q.sleepers != NULL ? p->q.sleepers->wake_until
+                                                   : CQ_NEVER);
 }
 
 /* Wake the oldest sleeper that fits, unless one is already on its way:
@@ -871,6 +920,8 @@ void cq__policy_sleep(cq_pool *p, struct cq__grant *g, int64_t deadline_ms,
   count_sleeper(g, +1);
   start_waiting(p, g, deadline_ms);
   g->wake_until = g->t_enqueue + p->q.barge_ms;
+  if (p->q.sleepers == g)
+    fast_gate(p);
   /* A lock-free release that ran before the sleepers bit was set did not
    * come to the lock: look once more, now that it is. */
   p->q.self = g;
@@ -884,10 +935,12 @@ void cq__policy_woken(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
   if (p->q.nudged == g)
     p->q.nudged = NULL;
   p->q.self = g;
-  if (!sleeper_try(p, g, o) && cq__pool_now(p) >= g->wake_until) {
-    sleeper_claims(p, g, o);
+  /* Its own window among them, once it has passed: then it claims. */
+  bool ended = windows_end(p, o);
+  if (g->asleep)
+    sleeper_try(p, g, o);
+  if (ended)
     settle(p, o);
-  }
   p->q.self = NULL;
   /* What is left may fit another sleeper. */
   p->q.nudge = p->q.n_sleepers != 0;
@@ -1111,6 +1164,7 @@ void cq__policy_capacity_changed(cq_pool *p, struct cq__res *r, bool tighter,
     mark_dirty(p, r, 0);
   if (r->n_sleepers != 0)
     p->q.nudge = true;
+  windows_end(p, o);
   sweep(p, o);
 }
 
@@ -1123,9 +1177,7 @@ void cq__policy_expire(cq_pool *p, int64_t now, struct cq__outbox *o) {
       break;
     leave(p, g, CQ_ETIMEDOUT, o);
   }
-  /* Sleepers went to sleep in arrival order, each for the same window. */
-  while (p->q.sleepers != NULL && p->q.sleepers->wake_until <= now)
-    sleeper_claims(p, p->q.sleepers, o);
+  claim_due(p, now, o);
   sweep(p, o);
 }
 
@@ -1288,6 +1340,11 @@ void cq__policy_check(cq_pool *p, bool alone) {
   CQ__ASSERT(prev == p->q.sleepers_tail && sleepers == p->q.n_sleepers);
   CQ__ASSERT(nudged_found);
   CQ__ASSERT(p->q.barge_ms > 0 || sleepers == 0);
+  /* Lock-free acquires stop where the oldest window ends (fast_gate()). */
+  CQ__ASSERT(atomic_load(&p->fast_until) ==
+             (atomic_load(&p->closed) ? CQ__FAST_CLOSED
+              : p->q.sleepers != NULL ? p->q.sleepers->wake_until
+                                      : CQ_NEVER));
   uint64_t held = 0;
   for (const struct cq__grant *g = p->q.holders; g != NULL; g = g->qnext) {
     CQ__ASSERT(cq__gstate(g) == CQ__G_HELD && !g->lockfree);

@@ -231,6 +231,11 @@ static int metrics_take_remote(cq_pool *p, struct cq__metrics *m) {
       m->dev_res[m->n_devs++] = i;
     }
   }
+  if (rc == 0 && be->metrics_get != NULL) {
+    rc = be->metrics_get(p, m->own, CQ_BACKEND_METRICS_MAX, &m->n_own);
+    if (m->n_own > CQ_BACKEND_METRICS_MAX)
+      m->n_own = CQ_BACKEND_METRICS_MAX;
+  }
   return rc;
 }
 

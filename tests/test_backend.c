@@ -1,16 +1,18 @@
 /*
  * Pools served by a backend (cronoq_backend.h): every call of the public API
  * on such a pool, on a request built for it or on a grant bound to it,
- * reaches the backend's operation with its arguments; the calls the core
- * answers for every kind of pool (specs, amounts as text, cancel, messages,
- * metrics, the pool's data) work on it through those operations; and a
- * backend is refused an incomplete table.
+ * reaches the backend's operation with its arguments, and a grant of
+ * another pool, or of none, never does (support/foreign.h); the calls the
+ * core answers for every kind of pool (specs, amounts as text, cancel,
+ * messages, metrics, the pool's data) work on it through those operations;
+ * and a backend is refused an incomplete table.
  *
  * The backend here records each operation it is asked and answers from a
  * small table of its own: one budget ("db", 8), one class ("jobs", 2) and
  * one device pool ("gpu", 2 devices).
  */
 #include "support/cqt.h"
+#include "support/foreign.h"
 
 #include "cronoq/cronoq_backend.h"
 
@@ -20,7 +22,8 @@
 
 static struct {
   char log[LOG_MAX];
-  int rc; /* what the int operations return */
+  int rc;         /* what the int operations return */
+  int metrics_rc; /* what metrics_get returns */
   cq_pool *pool;
   void *impl;
   const cq_req *last_req;
@@ -29,6 +32,7 @@ static struct {
   int64_t last_deadline;
   int last_status;
   int busy;        /* what grant_is_idle says: 1, the grant waits or holds */
+  int waits;       /* what grant_is_held says: 1, the grant waits or is idle */
   char detail[96]; /* what last_error says: the last conflict's values */
 } rec;
 
@@ -238,31 +242,31 @@ static int b_grant_submit(cq_pool *p, cq_grant *g, const cq_req *req,
   note("submit");
   return rec.rc;
 }
+/* The operations on a grant and a pool mark with '?' a grant that is not
+ * this pool's: the core must never pass one. */
+static const char *foreign(cq_pool *p, const cq_grant *g) {
+  return cq_backend_grant_pool(g) == p ? "" : "?";
+}
 static int b_grant_abort(cq_pool *p, cq_grant *g, int status) {
-  (void)p;
   rec.last_grant = g;
   rec.last_status = status;
-  note("abort(%s)", cq_err_name(status));
+  note("abort(%s)%s", cq_err_name(status), foreign(p, g));
   return rec.rc;
 }
 static int b_grant_release(cq_pool *p, cq_grant *g) {
-  (void)p;
   rec.last_grant = g;
-  note("release");
+  note("release%s", foreign(p, g));
   return rec.rc;
 }
 static int b_grant_release_part(cq_pool *p, cq_grant *g, const char *res,
                                 int64_t amount) {
-  (void)p;
-  (void)g;
-  note("release_part(%s,%lld)", res, (long long)amount);
+  note("release_part(%s,%lld)%s", res, (long long)amount, foreign(p, g));
   return rec.rc;
 }
 static int b_grant_release_device(cq_pool *p, cq_grant *g, const char *res,
                                   uint32_t index, int64_t milli) {
-  (void)p;
-  (void)g;
-  note("release_device(%s,%u,%lld)", res, index, (long long)milli);
+  note("release_device(%s,%u,%lld)%s", res, index, (long long)milli,
+       foreign(p, g));
   return rec.rc;
 }
 static size_t b_grant_devices(const cq_grant *g, const char *res,
@@ -289,7 +293,7 @@ static int64_t b_grant_held(const cq_grant *g, const char *res) {
 static int b_grant_is_held(const cq_grant *g) {
   (void)g;
   note("is_held");
-  return 1;
+  return !rec.waits;
 }
 static int b_grant_is_idle(const cq_grant *g) {
   (void)g;
@@ -323,6 +327,19 @@ static int b_pool_room(cq_pool *p, const char *job_class, cq_room *out) {
 static const char *b_last_error(const cq_pool *p) {
   (void)p;
   return rec.detail;
+}
+
+static int b_metrics_get(cq_pool *p, cq_backend_metric *out, size_t cap,
+                         size_t *count) {
+  (void)p;
+  note("metrics_get");
+  assert_true(cap >= 2);
+  out[0] = (cq_backend_metric){"recorder_calls", "Calls the recorder answered.",
+                               1, 42};
+  out[1] = (cq_backend_metric){"recorder_ratio", "A gauge of the recorder's.",
+                               0, 0.25};
+  *count = 2;
+  return rec.metrics_rc;
 }
 
 static const cq_backend_ops ops = {
@@ -360,6 +377,7 @@ static const cq_backend_ops ops = {
     .tasks_validate = b_tasks_validate,
     .pool_room = b_pool_room,
     .last_error = b_last_error,
+    .metrics_get = b_metrics_get,
 };
 
 static int impl_token;
@@ -593,7 +611,7 @@ static void test_metrics_of_a_backend_pool_come_from_its_snapshots(void **s) {
   char *text = NULL;
   assert_cq_ok(cq_pool_write_metrics(rec.pool, collect, &text));
   expect_log("stats_get pool_snapshot(0) pool_snapshot(3) "
-             "device_stats_get(gpu,0) device_stats_get(gpu,1)");
+             "device_stats_get(gpu,0) device_stats_get(gpu,1) metrics_get");
   assert_non_null(strstr(text, "cronoq_pool_waiting 3\n"));
   assert_non_null(strstr(text, "cronoq_in_use{resource=\"db\"} 2\n"));
   assert_non_null(strstr(text, "cronoq_in_use{resource=\"gpu\"} 0.5\n"));
@@ -601,6 +619,50 @@ static void test_metrics_of_a_backend_pool_come_from_its_snapshots(void **s) {
       text, "cronoq_device_in_use{resource=\"gpu\",device=\"gpu-0\"} 0.5\n"));
   assert_non_null(strstr(text, "cronoq_class_capacity{class=\"jobs\"} 2\n"));
   free(text);
+}
+
+/* A backend's own figures (metrics_get) come after the pool's, each a
+ * family with its help and type, counters with _total; a backend without
+ * them has none, and one whose figures fail fails the metrics, which
+ * then write nothing. */
+static void
+test_a_backends_own_figures_follow_the_pools_in_the_metrics(void **s) {
+  (void)s;
+  char *text = NULL;
+  assert_cq_ok(cq_pool_write_metrics(rec.pool, collect, &text));
+  const char *own =
+      "# HELP cronoq_recorder_calls_total Calls the recorder answered.\n"
+      "# TYPE cronoq_recorder_calls_total counter\n"
+      "cronoq_recorder_calls_total 42\n"
+      "# HELP cronoq_recorder_ratio A gauge of the recorder's.\n"
+      "# TYPE cronoq_recorder_ratio gauge\n"
+      "cronoq_recorder_ratio 0.25\n";
+  const char *at = strstr(text, own);
+  assert_non_null(at);
+  assert_string_equal(at, own); /* last */
+  assert_true(strstr(text, "cronoq_class_capacity") < at);
+  free(text);
+  text = NULL;
+
+  static cq_backend_ops plain; /* must outlive its pool */
+  plain = ops;
+  plain.metrics_get = NULL;
+  cq_pool *p = NULL;
+  assert_cq_ok(cq_backend_pool_create(&p, &plain, rec.impl, NULL));
+  assert_cq_ok(cq_pool_write_metrics(p, collect, &text));
+  assert_null(strstr(text, "cronoq_recorder_"));
+  assert_non_null(strstr(text, "cronoq_class_capacity{class=\"jobs\"} 2\n"));
+  free(text);
+  text = NULL;
+  assert_cq_ok(cq_pool_destroy(p));
+
+  rec.metrics_rc = CQ_EUNAVAILABLE;
+  rec.log[0] = '\0';
+  assert_cq_err(cq_pool_write_metrics(rec.pool, collect, &text),
+                CQ_EUNAVAILABLE);
+  assert_null(text);
+  assert_non_null(strstr(rec.log, "metrics_get"));
+  rec.log[0] = '\0';
 }
 
 static int never_called(cq_pool *p) {
@@ -671,6 +733,82 @@ test_a_grant_busy_in_a_backend_pool_is_refused_by_any_acquire(void **state) {
   assert_cq_ok(cq_pool_destroy(local));
 }
 
+/* An in-process grant, held or waiting, or a grant bound to no pool, passed
+ * with the backend's pool never reaches the backend: the core answers as
+ * another in-process pool does (support/foreign.h), and the grant keeps
+ * what it holds and its place. Before, the backend was handed it, and a
+ * backend that reads its state from its area would say CQ_ESTATE, "not
+ * held", of a grant that held units. */
+static void
+test_a_grant_of_another_pool_is_answered_without_the_backend(void **state) {
+  (void)state;
+  cq_pool *local, *other;
+  assert_cq_ok(cq_pool_create(&local, NULL));
+  assert_cq_ok(cq_pool_create(&other, NULL));
+  assert_cq_ok(cq_budget_add(local, "db", 4));
+  struct cqt_grants k;
+  cqt_grants_start(&k, local, "db:1", "db:4"); /* held lock-free */
+  rec.log[0] = '\0';
+  cq_pool *const elsewhere[] = {rec.pool, other};
+  cqt_expect_foreign(elsewhere, 2, &k.held, CQT_HELD);
+  cqt_expect_foreign(elsewhere, 2, &k.waiting, CQT_WAITING);
+  cqt_expect_foreign(elsewhere, 2, &k.unbound, CQT_IDLE);
+  /* Nor do the calls that take only a grant. */
+  assert_int_equal(cq_grant_is_held(&k.unbound), 0);
+  assert_int_equal(cq_grant_held(&k.unbound, "db"), 0);
+  expect_log("");
+
+  /* Nothing changed: the grant holds, the waiter waits, in their pool,
+   * where they end once each. */
+  cqt_grants_unchanged(&k);
+  assert_int_equal(cqt_budget(local, "db").in_use, 1);
+  assert_int_equal(cqt_waiting(local), 1);
+  cqt_grants_end(&k, local);
+  /* Released, it is idle everywhere. */
+  cqt_expect_foreign(elsewhere, 2, &k.held, CQT_IDLE);
+  expect_log("");
+  assert_int_equal(cqt_budget(local, "db").in_use, 0);
+  assert_cq_ok(cq_pool_destroy(other));
+  assert_cq_ok(cq_pool_destroy(local));
+}
+
+/* And the other way: the backend's grant passed with an in-process pool,
+ * or with another pool of the backend, is answered as a grant of another
+ * pool, by the state the backend gives it (grant_is_held, grant_is_idle);
+ * no operation of either pool is asked to release or abort it. */
+static void test_a_backend_grant_passed_to_another_pool_is_answered_as_foreign(
+    void **state) {
+  (void)state;
+  cq_pool *p = rec.pool, *local, *other;
+  assert_cq_ok(cq_pool_create(&local, NULL));
+  assert_cq_ok(cq_backend_pool_create(&other, &ops, rec.impl, NULL));
+  cq_req r;
+  assert_cq_ok(cq_req_init(&r, p));
+  cq_grant g;
+  cq_grant_init(&g);
+  assert_cq_ok(cq_grant_try(p, &g, &r));
+  rec.log[0] = '\0';
+  cq_pool *const elsewhere[] = {local, other};
+  rec.busy = 1; /* held */
+  cqt_expect_foreign(elsewhere, 2, &g, CQT_HELD);
+  rec.waits = 1; /* waiting */
+  cqt_expect_foreign(elsewhere, 2, &g, CQT_WAITING);
+  rec.busy = 0; /* idle */
+  cqt_expect_foreign(elsewhere, 2, &g, CQT_IDLE);
+  /* Only the grant's own backend was asked, and only what state it is in. */
+  for (char *w = strtok(rec.log, " "); w != NULL; w = strtok(NULL, " "))
+    if (strcmp(w, "is_held") != 0 && strcmp(w, "is_idle") != 0)
+      fail_msg("the backend was asked %s", w);
+  rec.log[0] = '\0';
+  /* In its own pool the backend decides, as before. */
+  rec.waits = 0;
+  assert_cq_ok(cq_grant_release(p, &g));
+  expect_log("release");
+  assert_cq_ok(cq_pool_destroy(other));
+  rec.log[0] = '\0';
+  assert_cq_ok(cq_pool_destroy(local));
+}
+
 static void test_an_incomplete_backend_is_refused(void **state) {
   (void)state;
   cq_backend_ops partial = ops;
@@ -709,7 +847,10 @@ int main(void) {
       T(test_a_shared_backend_is_asked_every_spec_item_and_keeps_them),
       T(test_a_backend_without_a_detail_gets_the_codes_text),
       T(test_metrics_of_a_backend_pool_come_from_its_snapshots),
+      T(test_a_backends_own_figures_follow_the_pools_in_the_metrics),
       T(test_a_grant_busy_in_a_backend_pool_is_refused_by_any_acquire),
+      T(test_a_grant_of_another_pool_is_answered_without_the_backend),
+      T(test_a_backend_grant_passed_to_another_pool_is_answered_as_foreign),
       T(test_an_incomplete_backend_is_refused),
   };
 #undef T

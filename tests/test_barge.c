@@ -8,6 +8,8 @@
  *
  * Pools with manual timers and a virtual clock make the window's end a step
  * of the test; one pool with its own clock shows the same without one.
+ * With manual timers a sleeper's thread wakes only when nudged: that is how
+ * the tests hold it back while its window passes.
  */
 #include "support/cqt.h"
 
@@ -21,7 +23,8 @@ static cq_pool *pool;
 static cqt_rec rec;
 
 /* A pool with budget b of 2, with a virtual clock and manual timers or with
- * its own clock. */
+ * its own clock (`flags` may still ask manual timers: then the system's
+ * clock, and sleepers that wake only when nudged). */
 static cq_pool *make_pool(unsigned flags, int64_t barge_ms, bool manual) {
   cq_pool_config cfg = CQ_POOL_CONFIG_INIT;
   cfg.flags = flags | (manual ? CQ_POOL_MANUAL_TIMERS : 0u);
@@ -112,6 +115,14 @@ static bool try_refused(struct scene *sc) {
   return rc != 0;
 }
 
+/* A has claimed its place: it outwaited its window, the free unit is
+ * withheld for it, and a try of that unit is refused. */
+static void expect_a_claims(struct scene *sc) {
+  assert_int_equal(stats().converted, 1);
+  assert_int_equal(cqt_budget(pool, "b").withheld, 1);
+  assert_true(try_refused(sc));
+}
+
 /* H releases; A is granted, and releases. */
 static void scene_end(struct scene *sc) {
   assert_cq_ok(cq_grant_release(pool, &sc->h));
@@ -148,10 +159,87 @@ test_once_its_window_has_passed_it_claims_its_place_and_nobody_overtakes(
   advance_to(1009);
   assert_int_equal(stats().converted, 0);
   advance_to(1010);
-  assert_int_equal(stats().converted, 1);
-  assert_int_equal(cqt_budget(pool, "b").withheld, 1);
-  assert_true(try_refused(&sc));
+  expect_a_claims(&sc);
   scene_end(&sc);
+}
+
+/*
+ * The window ends at arrival + T whatever A's thread does. Here its thread
+ * is held back: on a pool with manual timers it wakes only when nudged, and
+ * nothing calls cq_pool_expire(). Only the clock moves. The first call on
+ * the pool after the window finds A claiming its place: a try (lock-free:
+ * b names only budgets), a release, a later arrival that takes the lock.
+ */
+static void test_a_sleeper_whose_window_passed_is_claimed_by_a_try(void **s) {
+  (void)s;
+  struct scene sc;
+  scene_start(&sc, true);
+  now_ms = 1009;
+  assert_false(try_refused(&sc)); /* within the window: it may overtake */
+  now_ms = 1010;
+  assert_true(try_refused(&sc)); /* past it: the free unit is A's */
+  expect_a_claims(&sc);
+  scene_end(&sc);
+}
+
+/* H and H2 hold a unit each; after A's window H2 releases, which does not
+ * make A fit, yet from then on the unit is withheld for A. */
+static void
+test_a_sleeper_whose_window_passed_is_claimed_by_a_release(void **s) {
+  (void)s;
+  struct scene sc;
+  scene_start(&sc, true);
+  cq_grant h2;
+  cq_req r;
+  hold(&h2, &r, "b:1"); /* overtakes A, within the window */
+  now_ms = 1010;
+  assert_cq_ok(cq_grant_release(pool, &h2));
+  expect_a_claims(&sc);
+  scene_end(&sc);
+}
+
+/* The same for a lock-free try on a pool that keeps the system's clock
+ * (its own clock is read under the lock only): with manual timers A's
+ * thread still waits to be nudged, and once the clock has passed A's
+ * window the try takes the lock, where A claims. */
+static void
+test_a_lock_free_try_after_the_window_finds_the_sleeper_claiming(void **s) {
+  (void)s;
+  replace_pool(CQ_POOL_MANUAL_TIMERS, 1, false);
+  struct scene sc;
+  scene_start(&sc, true);
+  int64_t past = cq_now() + 1; /* A's window ends by then */
+  while (cq_now() < past)
+    cqt_sleep_ms(1);
+  assert_true(try_refused(&sc));
+  expect_a_claims(&sc);
+  scene_end(&sc);
+}
+
+/* C arrives after A's window with a request that always takes the lock (it
+ * has a hold limit); the unit it asks is free, but A claims first, so C
+ * waits behind A. */
+static void
+test_a_sleeper_whose_window_passed_goes_before_a_later_arrival(void **s) {
+  (void)s;
+  struct scene sc;
+  scene_start(&sc, true);
+  now_ms = 1010;
+  cq_req rl;
+  cqt_req(&rl, pool, "b:1");
+  assert_cq_ok(cq_req_set_hold_limit(&rl, 1000));
+  cqt_slot c;
+  cqt_slot_init(&c, &rec, "C");
+  assert_cq_ok(cq_grant_submit(pool, &c.grant, &rl, CQ_NEVER, cqt_record_cb));
+  assert_log(&rec, ""); /* waits: the free unit is withheld for A */
+  expect_a_claims(&sc);
+  assert_cq_ok(cq_grant_release(pool, &sc.h));
+  assert_cq_ok(cqt_acquire_join(&sc.a));
+  assert_log(&rec, "");
+  assert_cq_ok(cq_grant_release(pool, &sc.a.grant));
+  assert_log(&rec, "C");
+  assert_cq_ok(cq_grant_release(pool, &c.grant));
+  assert_int_equal(cqt_budget(pool, "b").in_use, 0);
 }
 
 /* A claims in its place by arrival, ahead of younger waiters: C (a
@@ -329,6 +417,10 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_a_sleeping_acquire_claims_nothing_so_a_try_may_overtake_it),
       T(test_once_its_window_has_passed_it_claims_its_place_and_nobody_overtakes),
+      T(test_a_sleeper_whose_window_passed_is_claimed_by_a_try),
+      T(test_a_sleeper_whose_window_passed_is_claimed_by_a_release),
+      T(test_a_lock_free_try_after_the_window_finds_the_sleeper_claiming),
+      T(test_a_sleeper_whose_window_passed_goes_before_a_later_arrival),
       T(test_a_converted_acquire_goes_before_younger_waiters),
       T(test_after_the_window_the_order_is_strict_on_a_pool_with_its_own_clock),
       T(test_a_zero_window_gives_todays_grant_order),

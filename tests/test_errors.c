@@ -28,6 +28,19 @@ static void test_every_code_is_negative_and_distinct(void **state) {
   }
 }
 
+/* The codes run from -1 down to CQ_ERRNO_MIN_ without a gap, the latest
+ * one (CQ_EACCES) included: the bindings walk that range and map every
+ * code in it to a class of their own. */
+static void test_codes_run_without_a_gap_down_to_the_minimum(void **state) {
+  (void)state;
+  assert_int_equal(N_ENTRIES, (size_t)-CQ_ERRNO_MIN_);
+  for (int code = -1; code >= CQ_ERRNO_MIN_; code--)
+    assert_string_not_equal(cq_err_name(code), "UNKNOWN");
+  assert_string_equal(cq_err_name(CQ_ERRNO_MIN_ - 1), "UNKNOWN");
+  assert_true(CQ_EACCES >= CQ_ERRNO_MIN_);
+  assert_string_equal(cq_err_name(CQ_EACCES), "EACCES");
+}
+
 static void test_name_and_message_come_from_the_table(void **state) {
   (void)state;
   for (size_t i = 0; i < N_ENTRIES; i++) {
@@ -76,6 +89,7 @@ int main(void) {
       cmocka_unit_test(test_version_number_matches_the_macros),
       cmocka_unit_test(test_storage_sizes_match_the_header),
       cmocka_unit_test(test_name_and_message_come_from_the_table),
+      cmocka_unit_test(test_codes_run_without_a_gap_down_to_the_minimum),
       cmocka_unit_test(test_unknown_codes_map_to_a_constant_string),
       cmocka_unit_test(test_version_string_matches_the_macros),
   };

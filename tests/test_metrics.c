@@ -421,6 +421,8 @@ static const char *type_name(cq_event_type t) {
     return "overdue";
   case CQ_EVENT_LOST:
     return "lost";
+  case CQ_EVENT_WARNING:
+    return "warning";
   }
   return "?";
 }

@@ -64,7 +64,14 @@ static void layout(void) {
   OFFSET(cq_fleet_opts, ttl_ms);
   OFFSET(cq_fleet_opts, script_steps);
   OFFSET(cq_fleet_opts, username);
+  OFFSET(cq_fleet_opts, max_ttl_ms);
   OFFSET(cq_fleet_opts, reserved_);
+  SIZE(cq_fleet_stats);
+  OFFSET(cq_fleet_stats, max_fence);
+  OFFSET(cq_fleet_stats, quarantine_ms);
+  OFFSET(cq_fleet_stats, lost_deadline_ms);
+  OFFSET(cq_fleet_stats, settings_unchecked);
+  OFFSET(cq_fleet_stats, reserved_);
   SIZE(cq_req);
   SIZE(cq_grant);
 }

@@ -49,7 +49,10 @@
  *   "Lock-free when it can": an acquire of a request that names only
  *   budgets and classes and has no hold limit, and the release of the
  *   grant it made, skip the lock while no waiter claims those budgets, in
- *   a pool with neither an event hook nor CQ_POOL_BACKFILL. "May block"
+ *   a pool with neither an event hook nor CQ_POOL_BACKFILL. An acquire
+ *   takes the lock too once a blocking acquire's barging window has passed
+ *   (see CQ_BARGE_DEFAULT_MS), and on a pool with its own clock while one
+ *   sleeps in its window (the clock is read under the lock). "May block"
  *   says what it waits for.
  * - "Runs callbacks": before it returns, on the calling thread, it may run
  *   the grant callbacks of the attempts it decided (its own, and waiters it
@@ -165,13 +168,16 @@ CQ_EXPORT int cq_version_number(void);
   XX(ETOOMANY, -14, "too many items")                                          \
   XX(ESYS, -15, "system call failed")                                          \
   XX(EPARSE, -16, "text could not be parsed")                                  \
-  XX(EUNAVAILABLE, -17, "the pool's server cannot be reached")
+  XX(EUNAVAILABLE, -17, "the pool's server cannot be reached")                 \
+  XX(EACCES, -18,                                                              \
+     "the pool's server refused this user or a permission, or runs code "      \
+     "that is not this library's")
 
 enum cq_errno {
 #define CQ_ERRNO_ENUM_(name, value, msg) CQ_##name = (value),
   CQ_ERRNO_MAP(CQ_ERRNO_ENUM_)
 #undef CQ_ERRNO_ENUM_
-      CQ_ERRNO_MIN_ = -17
+      CQ_ERRNO_MIN_ = -18
 };
 
 /* A message for an error code; a fixed string for unknown codes.
@@ -264,11 +270,17 @@ enum cq_pool_flags {
  * again, as a new arrival would. Once it has waited T, the acquire claims
  * its place by its arrival, exactly as every waiter does under
  * "FIFO with reservation" (the README): what it needs is withheld for it
- * and handed to it directly. The fairness bound: a blocking acquire can be
- * overtaken only during its first T of waiting; from then on it has the
- * queue's guarantee, ordered by when it arrived. Callback and libuv waiters
- * always claim at once. Backfill pools have no window. On a pool with
- * manual timers the window ends when cq_pool_expire() sees it has.
+ * and handed to it directly. The window ends at arrival + T on the pool's
+ * clock whether or not the acquire's thread runs then (descheduled,
+ * stopped in a debugger, starved): the first call on the pool after that
+ * moment that can grant anything (an acquire, a try, a release, a cancel,
+ * cq_pool_expire()) finds it claiming, and a lock-free acquire that starts
+ * later takes the lock to see it. The fairness bound: a blocking acquire
+ * can be overtaken only by attempts that arrive during its first T of
+ * waiting; from then on it has the queue's guarantee, ordered by when it
+ * arrived. Callback and libuv waiters always claim at once. Backfill pools
+ * have no window. On a pool with manual timers T is measured on the pool's
+ * clock, and cq_pool_expire()'s next deadline includes the window's end.
  */
 #define CQ_BARGE_DEFAULT_MS 10
 #define CQ_BARGE_MAX_MS INT64_C(3600000)
@@ -291,13 +303,16 @@ enum cq_pool_flags {
      "a grant outlived its hold limit (it keeps its units; wait_ms: its "      \
      "limit)")                                                                 \
   XX(LOST, 10, "lost",                                                         \
-     "a holder lost its lease: its units are the pool's again (fleet pools)")
+     "a holder lost its lease: its units are the pool's again (fleet pools)")  \
+  XX(WARNING, 11, "warning",                                                   \
+     "something an operator should fix, named in `resource` (fleet pools: "    \
+     "a server setting this user may not read)")
 
 typedef enum cq_event_type {
 #define CQ_EVENT_ENUM_(name, value, text, help) CQ_EVENT_##name = (value),
   CQ_EVENT_MAP(CQ_EVENT_ENUM_)
 #undef CQ_EVENT_ENUM_
-      CQ_EVENT_MAX_ = 10
+      CQ_EVENT_MAX_ = 11
 } cq_event_type;
 
 /* The event type's name ("granted", "timed_out", ...), or "unknown".
@@ -308,7 +323,8 @@ typedef struct cq_event {
   cq_event_type type;
   uint64_t attempt;     /* identifies the attempt across its events */
   void *data;           /* the grant's `data` when the event happened */
-  const char *resource; /* CQ_EVENT_RESERVED: the resource; else NULL */
+  const char *resource; /* CQ_EVENT_RESERVED: the resource; CQ_EVENT_WARNING:
+                           what to fix; else NULL */
   int64_t time_ms;      /* on the pool's clock */
   int64_t wait_ms;      /* CQ_EVENT_GRANTED: time spent waiting */
   uint64_t reserved_[4];
@@ -1137,9 +1153,11 @@ typedef int (*cq_write_fn)(const char *text, size_t len, void *arg);
  * waiting times are the histogram cronoq_wait_seconds (and
  * cronoq_class_wait_seconds), with buckets at powers of four of a
  * millisecond whose counts are exact, so that the scrapes of several
- * processes add up; cronoq_build_info{version,abi} is 1. On an in-process
- * pool the snapshot is taken at one moment; `write` is called after,
- * on the calling thread without the lock, so it may call the library.
+ * processes add up; cronoq_build_info{version,abi} is 1. A pool served by
+ * a backend adds figures of its own (a fleet pool: the counters of
+ * cq_fleet_stats, cronoq_fleet_<name>_total). On an in-process pool the
+ * snapshot is taken at one moment; `write` is called after, on the
+ * calling thread without the lock, so it may call the library.
  * Thread-safe; takes the pool lock briefly, and allocates the snapshot
  * under it; callable from a callback.
  * Returns 0, CQ_EINVAL, CQ_ENOMEM, or what `write` returned when it stopped.

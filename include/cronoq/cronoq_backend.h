@@ -20,7 +20,8 @@
  * its variants (which become req_add below), cq_req_error() and
  * cq_grant_error() (from the message in the header), cq_grant_cancel()
  * (abort with CQ_ECANCELED), cq_grant_init(), cq_pool_write_metrics()
- * (formatted from stats_get, pool_snapshot and device_stats_get), and
+ * (formatted from stats_get, pool_snapshot, device_stats_get and the
+ * optional metrics_get), and
  * everything that takes no pool (cq_now(), errors, parsing amounts, GPU
  * detection).
  *
@@ -40,7 +41,15 @@
  * - cq_grant_init() zeroes the whole grant, header included.
  * Calls that take only a request or a grant (cq_req_add, cq_grant_held...)
  * find the pool in the header. A grant whose header names no pool is idle
- * and answers as an idle grant without reaching any backend. The core may
+ * and answers as an idle grant without reaching any backend. A call that
+ * takes a pool and a grant (a release, a partial release, an abort)
+ * reaches the pool's backend only with a grant bound to that pool; a grant
+ * of another pool, in-process or another backend's, is answered by the
+ * core as an in-process pool answers a grant of another pool: CQ_EPOOL
+ * when the grant is, where it is bound, in the state the call needs (held
+ * for a release, waiting for an abort), else CQ_ESTATE. To know the state
+ * of a backend's grant the core asks that grant's own backend
+ * (grant_is_held, then grant_is_idle), and nothing else. The core may
  * copy a request's storage (cq_req_parse() parses into a copy and copies it
  * back on success), so a backend's request must hold no pointer into
  * itself.
@@ -116,11 +125,31 @@ enum cq_backend_flags {
 };
 
 /*
+ * A figure of a backend's own for cq_pool_write_metrics() (metrics_get):
+ * the family cronoq_<name> (a counter: cronoq_<name>_total) with one
+ * sample and no labels, after the pool's families. A backend names its
+ * figures after itself ("fleet_reconnects") so that they meet no core
+ * name; names are lower-case letters, digits and '_', and help texts one
+ * line. The strings are the backend's and must outlive the pool.
+ */
+typedef struct cq_backend_metric {
+  const char *name; /* after "cronoq_", without "_total" */
+  const char *help;
+  int counter; /* 1: a counter (never decreases), 0: a gauge */
+  double value;
+} cq_backend_metric;
+
+/* The most figures of its own a backend exports. */
+#define CQ_BACKEND_METRICS_MAX 32
+
+/*
  * The operations. Each has the contract of the cronoq.h function named in
  * its comment, with the same arguments; the core has already checked that
- * the pool, request or grant pointer is not NULL and belongs to this
- * backend. Every pointer must be set, except those of the last section,
- * the optional operations, which may be NULL.
+ * the pool, request or grant pointer is not NULL, that a grant belongs to
+ * this backend (a grant passed with a pool is bound to that pool; one
+ * passed alone, to one of this backend's pools), and that a request passed
+ * to an acquire was built for that pool. Every pointer must be set, except
+ * those of the last section, the optional operations, which may be NULL.
  */
 typedef struct cq_backend_ops {
   size_t size;      /* sizeof(cq_backend_ops) the backend was built with */
@@ -178,6 +207,8 @@ typedef struct cq_backend_ops {
   int (*grant_cuda_visible)(const cq_grant *grant, const char *resource,
                             char *buf, size_t len);
   int64_t (*grant_held)(const cq_grant *grant, const char *resource);
+  /* cq_grant_is_held; the core also asks it, then grant_is_idle, when
+   * the grant is passed with another pool (see the top). */
   int (*grant_is_held)(const cq_grant *grant);
   /* Whether the grant neither waits nor holds units in this pool (as after
    * cq_grant_init(), a release, or an attempt that ended without a grant):
@@ -198,6 +229,15 @@ typedef struct cq_backend_ops {
    * by threads, so the detail is the calling thread's (thread-local on
    * the backend's side), valid until that thread's next call. */
   const char *(*last_error)(const cq_pool *pool);
+  /* The backend's own figures for cq_pool_write_metrics() (a fleet pool's
+   * failures, say): at most `cap` (CQ_BACKEND_METRICS_MAX) into `out`, the
+   * same ones in the same order at every call, and how many into *count.
+   * Called on the thread that writes the metrics, after the pool's
+   * figures were taken; it may block as the other operations do. Returns
+   * 0, or a code that cq_pool_write_metrics() returns, having written
+   * nothing. */
+  int (*metrics_get)(cq_pool *pool, cq_backend_metric *out, size_t cap,
+                     size_t *count);
 } cq_backend_ops;
 
 /*

@@ -90,12 +90,30 @@
  *   saying it is the server's memory; releases, heartbeats and cancels
  *   still run (their scripts are allowed to), so that holders keep their
  *   leases and units come back.
- * - After the server lost the namespace's state (a restart without
- *   persistence, a flush), the first process to notice creates it again
- *   quarantined for one TTL: acquires fail with CQ_EUNAVAILABLE meanwhile
- *   (so that a holder of the old state has learnt its loss before its
- *   units are granted again), and every process sends its declarations
- *   again, after which requests built before work as they did.
+ * - A namespace the server has to create, the first time or again after it
+ *   lost the state (a restart without persistence, a flush), is
+ *   quarantined for its longest TTL (cq_fleet_opts.max_ttl_ms), whoever
+ *   creates it: no holder of a lost state can be told while it is stopped,
+ *   and each believes it holds until its own deadline, at most that long
+ *   after the loss. Meanwhile a try fails with CQ_EBUSY (its message says
+ *   how long is left) and acquires wait, in arrival order, for its end.
+ *   Every process sends its declarations again, after which requests
+ *   built before work as they did. CQ_FLEET_NEW_NAMESPACE skips the
+ *   quarantine for a namespace that never had a holder.
+ * - Fencing tokens are strictly increasing across losses of state too: a
+ *   namespace's counter starts from the server's clock in microseconds
+ *   when it is created, above every token of a state that was lost (which
+ *   made fewer grants than microseconds). This assumes that the server's
+ *   clock does not go back by more than a quarantine between two
+ *   creations.
+ * - Every call of a session carries a secret that only its process knows:
+ *   another client of the namespace cannot release, cancel, extend or end
+ *   its leases with the library's calls (CQ_EACCES). A namespace is still
+ *   one trust domain: its clients can write its keys.
+ * - A server that refuses this process's user (a wrong or missing
+ *   password, an ACL that lacks a command the library needs) answers
+ *   CQ_EACCES, never CQ_EUNAVAILABLE; so does a server whose library of
+ *   functions is not this library's code (see cq_fleet_load()).
  * - The event hook sees this process's attempts: granted, parked,
  *   released, timed out, cancelled, closed, never satisfiable and lost.
  *   CQ_EVENT_RESERVED and CQ_EVENT_OVERDUE are not raised.
@@ -142,7 +160,17 @@ enum cq_fleet_flags {
    * process told of the release at once) may still find the units held:
    * without the flag, a release has been applied when it returns.
    */
-  CQ_FLEET_ASYNC_RELEASE = 1u << 1
+  CQ_FLEET_ASYNC_RELEASE = 1u << 1,
+  /*
+   * The namespace is new: no process has ever held in it on this server,
+   * so that, if this call creates it, it grants at once instead of after
+   * its quarantine (see cq_fleet_opts.max_ttl_ms). For tests and for a
+   * namespace named afresh for each deployment; never in a program that
+   * may be restarted against a server that lost its state, where an
+   * earlier run's holders may still hold. Ignored when the namespace
+   * exists, and by a process that knew an earlier state of it.
+   */
+  CQ_FLEET_NEW_NAMESPACE = 1u << 2
 };
 
 /* Options of cq_fleet_open(). Zero means default for every field. */
@@ -168,7 +196,14 @@ typedef struct cq_fleet_opts {
                             leaves the rest to the next; 0: 4096 */
   const char *username;  /* AUTH, when the URL gives none; NULL: none */
   const char *password;
-  uint64_t reserved_[8]; /* must be zero */
+  /* The longest TTL any process of the namespace uses: part of the
+   * namespace, the same in every process (an open that gives another is
+   * refused), and at least ttl_ms. A namespace the server has to create
+   * (the first time, or again after losing its state) grants nothing for
+   * this long, so that every holder of a lost state has passed its
+   * deadline first. 0: 10000. */
+  int64_t max_ttl_ms;
+  uint64_t reserved_[7]; /* must be zero */
 } cq_fleet_opts;
 
 #define CQ_FLEET_OPTS_INIT CQ_ZERO_INIT_
@@ -176,22 +211,84 @@ typedef struct cq_fleet_opts {
 /*
  * Open namespace `ns` (1 to 64 bytes of letters, digits and "_-.") on the
  * Redis server at `url` as a pool: `redis://[user[:password]@]host[:port][/db]`
- * (port 6379 by default) or `unix:///path/to/redis.sock[?db=N]`. The
- * namespace is created on first use. The call connects, loads the library (or
- * the scripts), opens this process's session and starts the pool's background
- * thread. The server needs `maxmemory-policy noeviction` (the README says why,
- * and which ACL a client needs). On success *out is a pool for every call of
- * <cronoq/cronoq.h>; destroy it with cq_pool_destroy(). `opts` may be NULL.
- * Thread-safe.
- * Returns 0, CQ_EINVAL (a bad URL, namespace, host or option, including
+ * (port 6379 by default) or `unix://[user[:password]@]/path/to/redis.sock
+ * [?db=N]`; a URL's user without a password logs in with an empty one,
+ * never as the default user. The namespace is created on first use,
+ * quarantined (see above) unless CQ_FLEET_NEW_NAMESPACE says it is new. The
+ * call connects, loads the library (or the scripts), opens this process's
+ * session and starts the pool's background thread. The server needs
+ * `maxmemory-policy noeviction` (the README says why, and which ACL a client
+ * needs). On success *out is a pool for every call of <cronoq/cronoq.h>;
+ * destroy it with cq_pool_destroy(). `opts` may be NULL. Thread-safe. Returns
+ * 0, CQ_EINVAL (a bad URL, namespace, host or option, including
  * CQ_POOL_BACKFILL; or a namespace of another schema or claims option:
  * cq_fleet_error() says which, and nothing changes on the server),
  * CQ_EUNAVAILABLE (the server cannot be reached within the timeout:
- * cq_fleet_error() names the URL and says why), CQ_ESYS (a thread could
- * not be started) or CQ_ENOMEM (here, or the server's: the message says).
+ * cq_fleet_error() names the URL and says why), CQ_EACCES (the server
+ * refused the user or its password, the ACL lacks a command the library
+ * needs, no library this user may run is loaded, or the server's library
+ * is not this library's code: the message says which, and what an
+ * operator runs), CQ_ESYS (a thread could not be started) or CQ_ENOMEM
+ * (here, or the server's: the message says).
+ * It also refuses a server whose maxmemory-policy is not noeviction
+ * (CQ_EINVAL); where the user may not read it, it opens with
+ * cq_fleet_stats.settings_unchecked set and a CQ_EVENT_WARNING event.
  */
 CQ_EXPORT int cq_fleet_open(cq_pool **out, const char *url, const char *ns,
                             const cq_fleet_opts *opts);
+
+/* ------------------------------------------------------------------------ */
+/* The operator's step: the library of functions                            */
+/* ------------------------------------------------------------------------ */
+
+/* Options of cq_fleet_load(). */
+enum cq_fleet_load_flags {
+  /* Load over a library of the same name whose code is not this
+   * library's (FUNCTION LOAD REPLACE). */
+  CQ_FLEET_LOAD_REPLACE = 1u << 0
+};
+
+/*
+ * The name of this library's code on a server: "cronoq_<version>", the
+ * version being the start of the SHA1 of its Lua sources, so that pools of
+ * two versions can share a server. Thread-safe.
+ */
+CQ_EXPORT const char *cq_fleet_library(void);
+
+/*
+ * The operator's step, once per server (and again after the server lost
+ * its functions: a restart without persistence, FUNCTION FLUSH): connect to
+ * `url` as an operator's user and load this library's functions, which
+ * every fleet pool then runs with FCALL. Application users need no right
+ * to change the server's functions (the README's ACL gives them none):
+ * loading code that every namespace runs is the operator's. A pool checks,
+ * before it runs anything, that the server's library of this name is this
+ * library's code, byte for byte, and refuses it otherwise.
+ *
+ * It also checks the server's maxmemory-policy, which must be noeviction.
+ * `opts` may be NULL: its username, password and timeout_ms are used.
+ * cq_fleet_error() says what happened (also on success). The `cronoq load`
+ * command calls this. Thread-safe; blocks for up to the timeout.
+ * Returns 0 (loaded, or already there with this library's code), CQ_EEXIST
+ * (a library of this name with other code is there: load again with
+ * CQ_FLEET_LOAD_REPLACE), CQ_EACCES (the server refused the user, or its
+ * FUNCTION LOAD), CQ_EINVAL (a bad URL or flag, or a maxmemory-policy that
+ * evicts), CQ_EUNAVAILABLE (not reached) or CQ_ENOMEM.
+ */
+CQ_EXPORT int cq_fleet_load(const char *url, const cq_fleet_opts *opts,
+                            unsigned flags);
+
+/*
+ * The ACL rules a Redis user of namespace `ns` needs, and nothing more,
+ * written into `buf`: its keys and channels, FCALL of the library, reads
+ * and writes of its own keys, its wake-ups, and no command that changes the
+ * server's functions or configuration. For `ACL SETUSER <user> on
+ * ><password> <rules>`; a database other than 0 needs +select too.
+ * `cronoq acl` prints it. Thread-safe.
+ * Returns 0, CQ_EINVAL (NULL, or a bad namespace) or CQ_ERANGE (`len` is
+ * too small; 512 bytes are enough).
+ */
+CQ_EXPORT int cq_fleet_acl(const char *ns, char *buf, size_t len);
 
 /* Whether `pool` is a fleet pool (1) or not (0). Thread-safe. */
 CQ_EXPORT int cq_fleet_is_fleet(const cq_pool *pool);
@@ -202,9 +299,10 @@ CQ_EXPORT const char *cq_fleet_host(const cq_pool *pool);
 
 /*
  * The fencing token of a held grant of a fleet pool: a number that grows
- * with every grant in the namespace, so that a downstream system can refuse
- * a holder older than the last one it saw. Returns 0, CQ_ESTATE (not held)
- * or CQ_EINVAL (NULL, or not a fleet pool's grant).
+ * with every grant in the namespace, across losses of the server's state
+ * too (see above), so that a downstream system can refuse a holder older
+ * than the last one it saw. Tokens stay below 2^53. Returns 0, CQ_ESTATE (not
+ * held) or CQ_EINVAL (NULL, or not a fleet pool's grant).
  */
 CQ_EXPORT int cq_fleet_grant_fence(const cq_grant *grant, uint64_t *fence);
 
@@ -230,14 +328,20 @@ typedef struct cq_fleet_stats {
   /* The local deadline (cq_now()) that the last session lost here had
    * when it was lost; 0 before any. */
   int64_t lost_deadline_ms;
-  uint64_t reserved_[5];
+  /* 1 when the server's maxmemory-policy could not be checked at open (the
+   * ACL lets this user read it neither with CONFIG GET nor with INFO): an
+   * operator checks it (cronoq load does); CQ_EVENT_WARNING said so. */
+  uint64_t settings_unchecked;
+  uint64_t reserved_[4];
 } cq_fleet_stats;
 
 #define CQ_FLEET_STATS_INIT CQ_ZERO_INIT_
 
 /*
- * This process's figures for `pool` (no round trip). Returns 0 or
- * CQ_EINVAL (NULL, or not a fleet pool). Thread-safe.
+ * This process's figures for `pool` (no round trip). The counters are in
+ * cq_pool_write_metrics()'s text too, as cronoq_fleet_<name>_total
+ * (cronoq_fleet_leases_lost_total, ...). Returns 0 or CQ_EINVAL (NULL, or
+ * not a fleet pool). Thread-safe.
  */
 CQ_EXPORT int cq_fleet_stats_get(cq_pool *pool, cq_fleet_stats *out);
 

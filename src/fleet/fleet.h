@@ -44,6 +44,9 @@
   ((type *)(void *)((char *)(ptr)-offsetof(type, field)))
 
 #define FL_MSG_MAX 160
+/* A call's message, which a pool's open and cq_fleet_error() carry whole
+ * (a grant's own is FL_MSG_MAX). */
+#define FL_ERR_MAX 320
 
 /* The version of the namespace's layout on the server: the prelude's
  * SCHEMA (src/fleet/lua/prelude.lua), raised whenever a key or a record
@@ -178,12 +181,51 @@ struct fl_link {
   bool pending;
   char pending_id[40];
   uint32_t pending_gen;
+  /* A call met something that trying again cannot mend (code of the
+   * library's name that is not its own): the call fails with CQ_EACCES
+   * and this message. */
+  bool refused;
+  char refusal[FL_ERR_MAX];
 };
+
+/* What a server holds under the library's name (fl_library_load()). */
+enum fl_lib {
+  FL_LIB_MINE,   /* this library's code */
+  FL_LIB_NONE,   /* nothing, and this user could not load it */
+  FL_LIB_OTHER,  /* code that is not this library's */
+  FL_LIB_UNKNOWN /* this user may not look, or no answer */
+};
+
+/* Load the library of functions where the server has none (or, with
+ * `replace`, code of its name that is not its own), and say what the
+ * server holds now (link.mu held, connected); with FL_LIB_NONE, `why`
+ * (may be NULL) has the server's answer to the load. */
+enum fl_lib fl_library_load(struct fl_link *l, bool replace, char *why,
+                            size_t why_len);
+/* Every this many heartbeats, the background thread compares the server's
+ * library with this library's code again (fl_library_recheck()). */
+#define FL_LIBRARY_CHECK_BEATS 16
+/* The library, checked when the connection was made, may have been
+ * replaced since (an ACL that lets some user FUNCTION LOAD REPLACE): when
+ * it is no longer this library's code, the connection is dropped, and the
+ * next one fails closed with CQ_EACCES, as at open (link.mu held). */
+void fl_library_recheck(struct fl_pool *fp);
+/* The message for a library of the right name and the wrong code. */
+void fl_library_foreign(const struct fl_pool *fp, char *err, size_t len);
 
 /* Send a release of lease `id` (of session generation `gen`) without
  * waiting for its reply, which the next call on the link reads (link.mu
  * held). False when it was not sent: the caller runs it as a call. */
 bool fl_release_send(struct fl_pool *fp, const char *id, uint32_t gen);
+
+/* Connect, and check the server's settings that a pool depends on
+ * (link.mu held): `maxmemory-policy` must be noeviction. Returns 0 (with
+ * *unchecked when this user may read it neither with CONFIG GET nor with
+ * INFO), CQ_EINVAL (another policy: `err` says which and what to do),
+ * CQ_EUNAVAILABLE or CQ_EACCES (not reached, or refused, as a call). */
+int fl_server_check(struct fl_pool *fp, bool *unchecked, char *err, size_t len);
+/* The same check on connection `c` (CQ_EUNAVAILABLE: it broke). */
+int fl_settings_check(redisContext *c, bool *unchecked, char *err, size_t len);
 
 /* Where the pool's server is, for messages: "unix:///path", "host:port". */
 void fl_url_text(const struct fl_pool *fp, char *buf, size_t len);
@@ -193,11 +235,13 @@ void fl_url_text(const struct fl_pool *fp, char *buf, size_t len);
 redisReply *fl_command(redisContext *c, int argc, const char **argv,
                        const size_t *lens);
 
-/* Connect (or reconnect) a context to the pool's server: AUTH, SELECT,
- * waiting at most `wait_ms` for each step. NULL on failure, with the
- * reason in `err`. */
-redisContext *fl_connect(const struct fl_pool *fp, int64_t wait_ms, char *err,
-                         size_t len);
+/* Connect (or reconnect) a context to the pool's server: AUTH (or a PING
+ * where no user or password is given, to learn that one is wanted),
+ * SELECT, waiting at most `wait_ms` for each step. NULL on failure, with
+ * the reason in `err` and *code CQ_EUNAVAILABLE (not reached) or CQ_EACCES
+ * (the server refused this user). */
+redisContext *fl_connect(const struct fl_pool *fp, int64_t wait_ms, int *code,
+                         char *err, size_t len);
 
 /* How long to wait before connection attempt `n` (0, 1, ...) of a run of
  * failures: exponential from 10 ms up to `cap_ms`, times a random factor
@@ -399,7 +443,7 @@ struct fl_pool {
   uint32_t gen;   /* the session's generation: grows with every new one */
   cq_pool *pool;  /* the core's handle */
   cq_fleet_opts opts;
-  int64_t ttl_ms, heartbeat_ms, timeout_ms, margin_ms;
+  int64_t ttl_ms, heartbeat_ms, timeout_ms, margin_ms, max_ttl_ms;
 
   struct fl_link link;
   pthread_mutex_t mu;
@@ -453,8 +497,10 @@ struct fl_pool {
   char host[CQ_NAME_MAX + 1];
   char steps[16]; /* the share of work of one script, as text */
   char sid[24];
+  char secret[33];    /* the session's, which every call presents */
   char ended_sid[24]; /* a session lost here, to end on the server ("") */
-  char epoch[32];     /* the namespace's epoch when this process opened it */
+  char ended_secret[33];
+  char epoch[32]; /* the namespace's epoch when this process opened it */
   char sub_channel[128];
   bool fetch_due; /* a wake-up came: fetch the inbox */
   bool doubt;     /* a call failed that the server may have applied: the
@@ -467,6 +513,13 @@ struct fl_pool {
 static inline struct fl_pool *fl_pool_of(cq_pool *pool) {
   return (struct fl_pool *)cq_backend_impl(pool);
 }
+
+/* A pool's handle for `url` and `opts`, checked, not yet connected (pool.c):
+ * NULL with *rc (CQ_EINVAL: cq_fleet_error() says why; CQ_ENOMEM). Freed
+ * with fl_pool_free(), which stops its thread and closes its connection. */
+struct fl_pool *fl_pool_new(const char *url, const cq_fleet_opts *opts,
+                            int *rc);
+void fl_pool_free(struct fl_pool *fp);
 
 /* The pool's clock: the configured one with manual timers, else cq_now(). */
 int64_t fl_now(const struct fl_pool *fp);
@@ -510,6 +563,17 @@ void fl_ctx_finish(struct fl_pool *fp, struct fl_ctx *c);
  */
 void fl_apply_outcomes(struct fl_pool *fp, const redisReply *r, size_t from,
                        struct fl_ctx *ctx);
+/* An outcome entry, "g <id> <fence> <held...>" (granted) or "x <id>
+ * <status> <message>" (left), taken apart: false when `entry` is not one.
+ * Every text from the server is input, checked before it is read. */
+struct fl_entry {
+  char kind; /* 'g' or 'x' */
+  const char *id;
+  size_t id_len;
+  const char *rest; /* after the id and its space */
+};
+bool fl_entry_parse(const char *entry, struct fl_entry *out);
+
 /* Apply one outcome entry. mu held. */
 void fl_apply_outcome(struct fl_pool *fp, const char *entry,
                       struct fl_ctx *ctx);
@@ -551,6 +615,10 @@ int fl_session_open(struct fl_pool *fp, char *err, size_t len);
 void fl_session_lost(struct fl_pool *fp, const char *why, struct fl_ctx *ctx);
 /* Declare the session lost if its local deadline has passed (mu held). */
 void fl_session_check(struct fl_pool *fp, struct fl_ctx *ctx);
+/* A reply said that the namespace's quarantine has `left` ms to go (0:
+ * none), as of `sent` (cq_now()): kept for the stats, and the next
+ * heartbeat comes when it ends, to lift it. mu held. */
+void fl_quarantine_seen(struct fl_pool *fp, int64_t sent, int64_t left);
 /* Whether the session's local deadline has passed or it is lost. */
 bool fl_session_dead(const struct fl_pool *fp);
 /* A release that could not reach the server: sent again later (mu held).
@@ -601,6 +669,10 @@ void fl_decls_free(struct fl_pool *fp);
  * with `status` and `msg`. Queues its notification into ctx. */
 void fl_grant_decide(struct fl_pool *fp, struct fl_grant *g, int status,
                      const char *payload, const char *msg, struct fl_ctx *ctx);
+
+/* Read the outcome entry `entry` of an acquire granted at once into g: 0,
+ * or -1 when it is not g's grant, well formed (mu held). */
+int fl_grant_read(struct fl_pool *fp, struct fl_grant *g, const char *entry);
 
 /* Fill a granted grant's holdings from "held[:d,d] ..." (mu held). */
 int fl_grant_fill(struct fl_pool *fp, struct fl_grant *g, const char *payload);

@@ -26,47 +26,86 @@
 #include <string.h>
 #include <time.h>
 
-/* The payload of an outcome entry "g <id> <fence> <held...>": from the
- * fence on. */
-static const char *payload_of(const char *entry) {
-  const char *p = entry + 2;
-  p += strcspn(p, " ");
-  return *p == ' ' ? p + 1 : p;
+bool fl_entry_parse(const char *entry, struct fl_entry *out) {
+  if (entry == NULL || (entry[0] != 'g' && entry[0] != 'x') || entry[1] != ' ')
+    return false;
+  out->kind = entry[0];
+  out->id = entry + 2;
+  out->id_len = strcspn(out->id, " ");
+  if (out->id_len == 0 || out->id[out->id_len] != ' ')
+    return false;
+  out->rest = out->id + out->id_len + 1;
+  return true;
+}
+
+/* The devices ",d,d" of item i after its ':' at *pp: appended to g->devs,
+ * each of the item's pool and once. 0, or -1. */
+static int fill_devices(struct fl_pool *fp, struct fl_grant *g, unsigned i,
+                        const char **pp) {
+  const struct fl_name *nm = fl_names_at(fp, g->it[i].name);
+  const char *p = *pp;
+  for (;;) {
+    char *end;
+    unsigned long d = strtoul(p, &end, 10);
+    if (end == p || *p == '-' || g->ndevs >= FL_GRANT_DEVS || nm == NULL ||
+        d >= nm->ndev)
+      return -1;
+    for (unsigned k = g->it[i].dev_first; k < g->ndevs; k++)
+      if (g->devs[k] == d)
+        return -1;
+    g->devs[g->ndevs++] = (uint16_t)d;
+    g->it[i].ndev++;
+    p = end;
+    if (*p != ',')
+      break;
+    p++;
+  }
+  *pp = p;
+  return 0;
+}
+
+/* Whether an item's holdings are those of its mode: units hold no device,
+ * a fraction one, n whole devices n thousandths. */
+static bool item_consistent(const struct fl_gitem *it) {
+  if (it->mode == 'f')
+    return it->held > 0 ? it->ndev == 1 : it->ndev <= 1;
+  if (it->mode == 'w')
+    return it->held == (int64_t)it->ndev * CQ_DEVICE_MILLI;
+  return it->ndev == 0;
 }
 
 int fl_grant_fill(struct fl_pool *fp, struct fl_grant *g, const char *payload) {
   char *end;
+  /* Tokens stay below 2^53, exact in the server's Lua. */
   g->fence = strtoull(payload, &end, 10);
-  if (end == payload)
+  if (end == payload || *payload == '-' || g->fence >= (UINT64_C(1) << 53))
     return -1;
-  if (g->fence > fp->max_fence)
-    fp->max_fence = g->fence;
   const char *p = end;
   g->ndevs = 0;
   for (unsigned i = 0; i < g->n_items; i++) {
     while (*p == ' ')
       p++;
-    g->it[i].held = strtoll(p, &end, 10);
-    if (end == p)
+    struct fl_gitem *it = &g->it[i];
+    it->held = strtoll(p, &end, 10);
+    if (end == p || it->held < 0)
       return -1;
     p = end;
-    g->it[i].dev_first = g->ndevs;
-    g->it[i].ndev = 0;
-    if (*p != ':')
-      continue;
-    p++;
-    for (;;) {
-      unsigned long d = strtoul(p, &end, 10);
-      if (end == p || g->ndevs >= FL_GRANT_DEVS)
-        return -1;
-      g->devs[g->ndevs++] = (uint16_t)d;
-      g->it[i].ndev++;
-      p = end;
-      if (*p != ',')
-        break;
+    it->dev_first = g->ndevs;
+    it->ndev = 0;
+    if (*p == ':') {
       p++;
+      if (fill_devices(fp, g, i, &p) != 0)
+        return -1;
     }
+    if (!item_consistent(it))
+      return -1;
   }
+  while (*p == ' ')
+    p++;
+  if (*p != '\0')
+    return -1;
+  if (g->fence > fp->max_fence)
+    fp->max_fence = g->fence;
   return 0;
 }
 
@@ -145,11 +184,25 @@ static int64_t call_limit(const struct fl_pool *fp, char mode,
   return deadline_ms > floor ? deadline_ms : floor;
 }
 
-/* Granted at once, from the acquire's reply (mu held). */
+int fl_grant_read(struct fl_pool *fp, struct fl_grant *g, const char *entry) {
+  struct fl_entry e;
+  if (!fl_entry_parse(entry, &e) || e.kind != 'g' ||
+      e.id_len != strlen(g->id) || memcmp(e.id, g->id, e.id_len) != 0 ||
+      fl_grant_fill(fp, g, e.rest) != 0)
+    return -1;
+  return 0;
+}
+
+/* Granted at once, from the acquire's reply (mu held). A reply that is
+ * not this grant's outcome is refused: the lease the server may have made
+ * is found by the next heartbeat, which ends it. */
 static int grant_now(struct fl_pool *fp, struct fl_grant *g,
                      const char *entry) {
-  if (fl_grant_fill(fp, g, payload_of(entry)) != 0) {
-    fl_msgf(fl_gmsg(g), "fleet: a grant the library could not read");
+  if (fl_grant_read(fp, g, entry) != 0) {
+    fl_msgf(fl_gmsg(g),
+            "fleet: the server's reply to an acquire is malformed: \"%.60s\"",
+            entry);
+    fp->doubt = true;
     return CQ_ESYS;
   }
   fl_gstate_set(g, FL_G_HELD);
@@ -216,19 +269,19 @@ static int send_acquire(struct fl_pool *fp, struct fl_grant *g,
               "the session");
       st = CQ_EUNAVAILABLE;
     } else if (st == FL_R_QUARANTINE) {
+      /* A try: what a blocking acquire would do is wait. */
       int64_t left = fl_reply_int(rep, 0);
-      fp->stats.quarantine_ms = left;
-      fp->stats.unavailable++;
+      fl_quarantine_seen(fp, fp->link.sent_ms, left);
       fl_msgf(fl_gmsg(g),
-              "fleet: namespace \"%s\" grants nothing for %lld ms more: the "
-              "server lost its state, and holders of the old one are being "
-              "told",
+              "fleet: namespace \"%.32s\" is quarantined %lld ms more: it "
+              "is new, or the server lost its state",
               fp->ns, (long long)left);
-      st = CQ_EUNAVAILABLE;
+      st = CQ_EBUSY;
     } else if (st == FL_R_OK) {
       st = grant_now(fp, g, fl_reply_value(rep, 0));
     } else if (st == FL_R_WAITING) {
       g->seq = (uint64_t)fl_reply_int(rep, 0);
+      fl_quarantine_seen(fp, fp->link.sent_ms, fl_reply_int(rep, 1));
       fl_gstate_set(g, FL_G_WAITING);
       if (fl_table_put(fp, g) != 0) {
         /* Cannot track it: take it out again (below). */

@@ -119,23 +119,68 @@ static struct timeval tv_of(int64_t ms) {
   return tv;
 }
 
-/* Send one command and check that it answered OK (AUTH, SELECT). */
-static bool simple(redisContext *c, int argc, const char **argv, char *err,
-                   size_t len) {
+/* Send one command and check that it answered OK (AUTH, SELECT, PING):
+ * 0, CQ_EUNAVAILABLE (no answer) or CQ_EACCES (an error: for these
+ * commands, a refusal of this user), with the reason in `err`. */
+static int simple(redisContext *c, int argc, const char **argv, char *err,
+                  size_t len) {
   redisReply *r = fl_command(c, argc, argv, NULL);
   if (r == NULL) {
     snprintf(err, len, "%s: %s", argv[0], c->errstr);
-    return false;
+    return CQ_EUNAVAILABLE;
   }
-  bool ok = r->type != REDIS_REPLY_ERROR;
-  if (!ok)
-    snprintf(err, len, "%s: %s", argv[0], r->str);
+  int rc = 0;
+  if (r->type == REDIS_REPLY_ERROR) {
+    snprintf(err, len, "%s", r->str);
+    rc = CQ_EACCES;
+  }
   freeReplyObject(r);
-  return ok;
+  return rc;
 }
 
-redisContext *fl_connect(const struct fl_pool *fp, int64_t wait_ms, char *err,
-                         size_t len) {
+/* Log in as the URL's (or the options') user: with a user and no
+ * password, AUTH is still sent (with an empty one), so that a URL meant
+ * for a user never ends up connected as the default one; with neither, a
+ * PING finds out whether the server wants a password before anything
+ * larger is sent (a server closes the connection of a client that sends
+ * a long command unauthenticated). */
+static int log_in(const struct fl_pool *fp, redisContext *c, char *err,
+                  size_t len) {
+  const char *user = fp->url.user[0] != '\0' ? fp->url.user : fp->opts.username;
+  const char *pass =
+      fp->url.password[0] != '\0' ? fp->url.password : fp->opts.password;
+  bool named = user != NULL && user[0] != '\0';
+  char why[FL_MSG_MAX];
+  int rc;
+  if (named || (pass != NULL && pass[0] != '\0')) {
+    const char *argv[3] = {"AUTH", named ? user : pass,
+                           pass != NULL ? pass : ""};
+    rc = simple(c, named ? 3 : 2, argv, why, sizeof(why));
+    if (rc == CQ_EACCES)
+      snprintf(err, len,
+               "the server refused user \"%.64s\"%s (%s): check the user "
+               "and password in the URL (redis://user:password@host) or in "
+               "cq_fleet_opts",
+               named ? user : "default",
+               pass != NULL && pass[0] != '\0' ? "" : ", given no password",
+               why);
+  } else {
+    const char *argv[1] = {"PING"};
+    rc = simple(c, 1, argv, why, sizeof(why));
+    if (rc == CQ_EACCES)
+      snprintf(err, len,
+               "the server wants a user and password (%s): give them in "
+               "the URL (redis://user:password@host) or in cq_fleet_opts",
+               why);
+  }
+  if (rc == CQ_EUNAVAILABLE)
+    snprintf(err, len, "%s", why);
+  return rc;
+}
+
+redisContext *fl_connect(const struct fl_pool *fp, int64_t wait_ms, int *code,
+                         char *err, size_t len) {
+  *code = CQ_EUNAVAILABLE;
   struct timeval tv = tv_of(wait_ms > 0 ? wait_ms : 1);
   redisContext *c =
       fp->url.unix_socket
@@ -155,24 +200,18 @@ redisContext *fl_connect(const struct fl_pool *fp, int64_t wait_ms, char *err,
     return NULL;
   }
   (void)redisSetTimeout(c, tv);
-  const char *user = fp->url.user[0] != '\0' ? fp->url.user : fp->opts.username;
-  const char *pass =
-      fp->url.password[0] != '\0' ? fp->url.password : fp->opts.password;
-  if (pass != NULL && pass[0] != '\0') {
-    const char *argv[3] = {"AUTH", user != NULL ? user : pass, pass};
-    if (!simple(c, user != NULL && user[0] != '\0' ? 3 : 2, argv, err, len)) {
-      redisFree(c);
-      return NULL;
-    }
-  }
-  if (fp->url.db != 0) {
-    char db[16];
+  int rc = log_in(fp, c, err, len);
+  if (rc == 0 && fp->url.db != 0) {
+    char db[16], why[FL_MSG_MAX];
     snprintf(db, sizeof(db), "%d", fp->url.db);
     const char *argv[2] = {"SELECT", db};
-    if (!simple(c, 2, argv, err, len)) {
-      redisFree(c);
-      return NULL;
-    }
+    rc = simple(c, 2, argv, why, sizeof(why));
+    snprintf(err, len, "SELECT %s: %s", db, why);
+  }
+  if (rc != 0) {
+    *code = rc;
+    redisFree(c);
+    return NULL;
   }
   return c;
 }
@@ -279,23 +318,121 @@ const char *fl_library_text(size_t *len) {
   return library;
 }
 
-/* Load the library of functions: true when the server has it now. A
- * server without functions (before Redis 7) or a user whom the ACL does
- * not allow FUNCTION LOAD runs the scripts instead. */
-static bool load_library(struct fl_link *l) {
+/* The name of the library on the server, "cronoq_<version>". */
+static void library_name(char *buf, size_t len) {
+  snprintf(buf, len, "cronoq_%s", fl_lua_version);
+}
+
+/* The user a pool connects as, for messages. */
+static const char *user_of(const struct fl_pool *fp) {
+  if (fp->url.user[0] != '\0')
+    return fp->url.user;
+  if (fp->opts.username != NULL && fp->opts.username[0] != '\0')
+    return fp->opts.username;
+  return "default";
+}
+
+/* What the server holds under the library's name. Another client may have
+ * loaded code of the same name (FUNCTION LOAD REPLACE): the name says
+ * which version a library claims to be, its code what it does, so the
+ * code is compared, byte for byte, with this library's own. */
+static enum fl_lib library_state(struct fl_link *l) {
   size_t n;
   const char *text = fl_library_text(&n);
   if (text == NULL)
-    return false;
-  const char *argv[3] = {"FUNCTION", "LOAD", text};
-  size_t lens[3] = {8, 4, n};
-  redisReply *r = fl_command(l->c, 3, argv, lens);
+    return FL_LIB_UNKNOWN;
+  char name[64];
+  library_name(name, sizeof(name));
+  const char *argv[5] = {"FUNCTION", "LIST", "LIBRARYNAME", name, "WITHCODE"};
+  redisReply *r = fl_command(l->c, 5, argv, NULL);
   if (r == NULL)
-    return false;
-  bool ok = r->type == REDIS_REPLY_STRING ||
-            (r->type == REDIS_REPLY_ERROR && strstr(r->str, "already exists"));
+    return FL_LIB_UNKNOWN;
+  enum fl_lib st = r->type == REDIS_REPLY_ARRAY ? FL_LIB_NONE : FL_LIB_UNKNOWN;
+  for (size_t i = 0; st == FL_LIB_NONE && i < r->elements; i++) {
+    const redisReply *lib = r->element[i];
+    if (lib->type != REDIS_REPLY_ARRAY)
+      continue;
+    bool named = false;
+    const redisReply *code = NULL;
+    for (size_t k = 0; k + 1 < lib->elements; k += 2) {
+      const redisReply *key = lib->element[k], *v = lib->element[k + 1];
+      if (key->type != REDIS_REPLY_STRING && key->type != REDIS_REPLY_STATUS)
+        continue;
+      if (strcmp(key->str, "library_name") == 0)
+        named = v->type == REDIS_REPLY_STRING && strcmp(v->str, name) == 0;
+      else if (strcmp(key->str, "library_code") == 0)
+        code = v;
+    }
+    if (named)
+      st = code != NULL && code->type == REDIS_REPLY_STRING && code->len == n &&
+                   memcmp(code->str, text, n) == 0
+               ? FL_LIB_MINE
+               : FL_LIB_OTHER;
+  }
   freeReplyObject(r);
-  return ok;
+  return st;
+}
+
+enum fl_lib fl_library_load(struct fl_link *l, bool replace, char *why,
+                            size_t why_len) {
+  enum fl_lib st = library_state(l);
+  if (st != FL_LIB_NONE && !(st == FL_LIB_OTHER && replace))
+    return st;
+  size_t n;
+  const char *text = fl_library_text(&n);
+  if (text == NULL)
+    return FL_LIB_UNKNOWN;
+  const char *argv[4] = {"FUNCTION", "LOAD", "REPLACE", text};
+  size_t lens[4] = {8, 4, 7, n};
+  if (!replace) {
+    argv[2] = text;
+    lens[2] = n;
+  }
+  redisReply *r = fl_command(l->c, replace ? 4 : 3, argv, lens);
+  if (r == NULL)
+    return FL_LIB_UNKNOWN;
+  if (r->type == REDIS_REPLY_STRING)
+    st = FL_LIB_MINE;
+  else if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "already exists"))
+    st = library_state(l); /* loaded meanwhile, by whom? */
+  else
+    st = FL_LIB_NONE; /* not allowed to load it (NOPERM), or no functions */
+  if (st == FL_LIB_NONE && why != NULL && r->type == REDIS_REPLY_ERROR)
+    snprintf(why, why_len, "%s", r->str);
+  freeReplyObject(r);
+  return st;
+}
+
+static void drop_connection(struct fl_link *l);
+
+void fl_library_recheck(struct fl_pool *fp) {
+  struct fl_link *l = &fp->link;
+  if (l->c == NULL || !l->functions || l->pending)
+    return;
+  if (library_state(l) == FL_LIB_OTHER) {
+    drop_connection(l);
+    l->loaded = false;
+  }
+}
+
+void fl_library_foreign(const struct fl_pool *fp, char *err, size_t len) {
+  (void)fp;
+  char name[64];
+  library_name(name, sizeof(name));
+  snprintf(err, len,
+           "the server's %s is not this library's code: an operator must "
+           "load it again (cronoq load --replace URL)",
+           name);
+}
+
+/* Nothing this user may run: no library it may use, no scripts. */
+static void library_missing(const struct fl_pool *fp, char *err, size_t len) {
+  char name[64];
+  library_name(name, sizeof(name));
+  snprintf(err, len,
+           "the server lacks %s, and user \"%.32s\" may neither load it "
+           "nor run scripts: an operator must run cronoq load URL",
+           name, user_of(fp));
 }
 
 /* The scripts' SHA1s: the same for every connection and pool, learnt
@@ -307,16 +444,32 @@ static pthread_mutex_t shas_mu = PTHREAD_MUTEX_INITIALIZER;
 
 _Atomic bool cq__fleet_no_functions;
 
-static bool load_scripts(struct fl_pool *fp, char *err, size_t len) {
+/* Make the operations runnable on a new connection: the library of
+ * functions (verified to be this library's code), else the scripts (a
+ * server without functions, or a user that may not load or see the
+ * library: scripts are known by their SHA1, so their code is always this
+ * library's). False with the reason in `err` and `*code`: CQ_EACCES when
+ * it can never work as the server and its ACL are (code that is not ours,
+ * a user that may run nothing), else CQ_EUNAVAILABLE. */
+static bool load_scripts(struct fl_pool *fp, int *code, char *err, size_t len) {
   struct fl_link *l = &fp->link;
-  l->functions = !atomic_load(&cq__fleet_no_functions) && load_library(l);
-  if (l->functions) {
-    l->loaded = true;
-    return true;
-  }
+  *code = CQ_EUNAVAILABLE;
+  enum fl_lib st = atomic_load(&cq__fleet_no_functions)
+                       ? FL_LIB_UNKNOWN
+                       : fl_library_load(l, false, NULL, 0);
   if (l->c->err != 0) {
     snprintf(err, len, "FUNCTION LOAD: %s", l->c->errstr);
     return false;
+  }
+  if (st == FL_LIB_OTHER) {
+    *code = CQ_EACCES;
+    fl_library_foreign(fp, err, len);
+    return false;
+  }
+  l->functions = st == FL_LIB_MINE;
+  if (l->functions) {
+    l->loaded = true;
+    return true;
   }
   pthread_mutex_lock(&shas_mu);
   bool ok = true;
@@ -337,11 +490,14 @@ static bool load_scripts(struct fl_pool *fp, char *err, size_t len) {
       break;
     }
     ok = r->type == REDIS_REPLY_STRING && r->len == 40;
-    if (ok)
+    if (ok) {
       memcpy(shas[s], r->str, 41);
-    else
-      snprintf(err, len, "SCRIPT LOAD: %s",
-               r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    } else if (r->type == REDIS_REPLY_ERROR) {
+      *code = CQ_EACCES;
+      library_missing(fp, err, len);
+    } else {
+      snprintf(err, len, "SCRIPT LOAD: unexpected reply");
+    }
     freeReplyObject(r);
     if (ok && s == FL_S_COUNT - 1)
       shas_known = true;
@@ -402,46 +558,47 @@ static int64_t backoff_cap(const struct fl_pool *fp) {
   return fp->heartbeat_ms < 1280 ? fp->heartbeat_ms : 1280;
 }
 
-/* Make sure the link is connected, by `give_up` (link.mu held). False
- * with the reason in `err`, and *late when the next attempt the backoff
- * allows comes after `give_up`. */
-static bool ensure_connected(struct fl_pool *fp, int64_t give_up, bool *late,
-                             char *err, size_t len) {
+/* Make sure the link is connected, by `give_up` (link.mu held). Returns
+ * 0; CQ_EUNAVAILABLE (not now, with the reason in `err`); FL_ELATE (the
+ * next attempt the backoff allows comes after `give_up`); or CQ_EACCES
+ * (the server refuses this user, or holds code that is not this
+ * library's: trying again will not help). */
+static int ensure_connected(struct fl_pool *fp, int64_t give_up, char *err,
+                            size_t len) {
   struct fl_link *l = &fp->link;
-  *late = false;
   if (l->c != NULL)
-    return true;
+    return 0;
   int64_t now = cq_now();
   if (l->next_connect > now) {
     if (l->next_connect >= give_up) {
-      *late = true;
       if (err[0] == '\0')
         snprintf(err, len, "not reached; next attempt in %lld ms",
                  (long long)(l->next_connect - now));
-      return false;
+      return FL_ELATE;
     }
     sleep_ms(l->next_connect - now);
   }
   int64_t wait = give_up - cq_now();
   if (wait > fp->timeout_ms)
     wait = fp->timeout_ms;
-  l->c = fl_connect(fp, wait, err, len);
+  int code;
+  l->c = fl_connect(fp, wait, &code, err, len);
   l->timeout_ms = -1; /* fl_connect's, which the first call replaces */
-  if (l->c != NULL && !l->loaded && !load_scripts(fp, err, len)) {
+  if (l->c != NULL && !l->loaded && !load_scripts(fp, &code, err, len)) {
     redisFree(l->c);
     l->c = NULL;
   }
   if (l->c == NULL) {
     l->next_connect =
         cq_now() + fl_backoff_ms(l->backoff++, backoff_cap(fp), fl_random());
-    return false;
+    return code;
   }
   if (l->down || l->backoff > 0) {
     pthread_mutex_lock(&fp->mu);
     fp->stats.reconnects++;
     pthread_mutex_unlock(&fp->mu);
   }
-  return true;
+  return 0;
 }
 
 static void drop_connection(struct fl_link *l) {
@@ -464,25 +621,38 @@ static bool transient(const char *e) {
   return false;
 }
 
+/* A command's words at most: the head (FCALL and the function, or EVALSHA
+ * and the script), the key count, the key, the five common arguments, then
+ * the call's own. */
+#define FL_WORDS_MAX (9 + FL_ARGS_MAX)
+
+/* The session a command is sent for, copied: the background thread may
+ * mark the session lost meanwhile (under mu alone), and a call already
+ * bound to it goes as it is. */
+struct caller {
+  char sid[sizeof(((struct fl_pool *)0)->sid)];
+  char secret[sizeof(((struct fl_pool *)0)->secret)];
+};
+
 /* The command's words, from argv[2] on: the key, the common arguments
- * (the session, copied into `sid`, the work share, the retry flag, the
- * host), then the call's own. Returns how many, and where the retry flag
- * is. */
+ * (the session, copied into `who`, the work share, the retry flag, the
+ * host, the session's secret), then the call's own. Returns how many, and
+ * where the retry flag is. */
 static int words(struct fl_pool *fp, const struct fl_args *a, const char **argv,
-                 size_t *lens, char *sid, size_t sid_len, int *retry_at) {
+                 size_t *lens, struct caller *who, int *retry_at) {
   int n = 2; /* argv[0] and argv[1] are set by send_script() */
-  /* A copy: the background thread may mark the session lost meanwhile
-   * (under mu alone), and a call already bound to it goes as it is. */
   pthread_mutex_lock(&fp->mu);
-  snprintf(sid, sid_len, "%s", fp->sid);
+  memcpy(who->sid, fp->sid, sizeof(who->sid));
+  memcpy(who->secret, fp->secret, sizeof(who->secret));
   pthread_mutex_unlock(&fp->mu);
   argv[n] = "1", lens[n++] = 1;
   argv[n] = fp->prefix, lens[n++] = strlen(fp->prefix);
-  argv[n] = sid, lens[n++] = strlen(sid);
+  argv[n] = who->sid, lens[n++] = strlen(who->sid);
   argv[n] = fp->steps, lens[n++] = strlen(fp->steps);
   *retry_at = n;
   argv[n] = "0", lens[n++] = 1;
   argv[n] = fp->host, lens[n++] = strlen(fp->host);
+  argv[n] = who->secret, lens[n++] = strlen(who->secret);
   for (int i = 0; i < a->n; i++) {
     argv[n] = a->v[i];
     lens[n++] = a->len[i];
@@ -532,9 +702,9 @@ static bool not_loaded(const redisReply *r) {
 struct release_cmd {
   struct fl_args a;
   char id[40];
-  char sid[sizeof(((struct fl_pool *)0)->sid)];
-  const char *argv[FL_ARGS_MAX + 8];
-  size_t lens[FL_ARGS_MAX + 8];
+  struct caller who;
+  const char *argv[FL_WORDS_MAX];
+  size_t lens[FL_WORDS_MAX];
   int n;
 };
 
@@ -544,8 +714,7 @@ static void release_cmd(struct fl_pool *fp, struct release_cmd *rc,
   snprintf(rc->id, sizeof(rc->id), "%s", id);
   fl_arg(&rc->a, rc->id);
   int retry_at;
-  rc->n = words(fp, &rc->a, rc->argv, rc->lens, rc->sid, sizeof(rc->sid),
-                &retry_at);
+  rc->n = words(fp, &rc->a, rc->argv, rc->lens, &rc->who, &retry_at);
 }
 
 /* The pending release once more, as a call: its first copy found the
@@ -625,8 +794,16 @@ static redisReply *send_script(struct fl_pool *fp, enum fl_script script, int n,
       return r;
     if (l->functions && strncmp(r->str, "ERR Function not found", 22) == 0) {
       freeReplyObject(r);
-      /* Loaded again; if the server will not, the script goes whole. */
-      eval = reloaded || !load_library(l);
+      /* Loaded again; if the server will not, the script goes whole. Code
+       * of the library's name that is not its own is never run. */
+      enum fl_lib st =
+          reloaded ? FL_LIB_NONE : fl_library_load(l, false, NULL, 0);
+      if (st == FL_LIB_OTHER) {
+        l->refused = true;
+        fl_library_foreign(fp, l->refusal, sizeof(l->refusal));
+        return NULL;
+      }
+      eval = st != FL_LIB_MINE;
       reloaded = true;
       if (l->c->err != 0)
         return NULL;
@@ -667,14 +844,45 @@ bool fl_release_send(struct fl_pool *fp, const char *id, uint32_t gen) {
   return true;
 }
 
+/* A script's error reply as a code and a message: the server's memory
+ * (CQ_ENOMEM: refused whole, before it ran), a command the ACL refuses
+ * this user (CQ_EACCES: the ACL lacks something the library needs, or,
+ * for EVAL, the library is missing and this user may not run scripts),
+ * else CQ_ESYS (a bug). */
+static int script_error(const struct fl_pool *fp, const char *e, char *err,
+                        size_t len) {
+  if (strncmp(e, "OOM", 3) == 0) {
+    snprintf(err, len,
+             "the server is out of memory (maxmemory, noeviction) and "
+             "refused the call: %s",
+             e);
+    return CQ_ENOMEM;
+  }
+  /* A command the ACL refuses: NOPERM from the server, or its words for a
+   * command refused inside a script or a function. */
+  if (strstr(e, "NOPERM") != NULL ||
+      strstr(e, "can't run this command") != NULL) {
+    if (!fp->link.functions)
+      library_missing(fp, err, len);
+    else
+      snprintf(err, len,
+               "the server refused user \"%.64s\" a command the library "
+               "needs (%.60s): its ACL is in docs/FLEET.md, \"The ACL\"",
+               user_of(fp), e);
+    return CQ_EACCES;
+  }
+  snprintf(err, len, "the server refused a script: %s", e);
+  return CQ_ESYS;
+}
+
 int fl_call_locked(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
                    redisReply **out, char *err, size_t len) {
   struct fl_link *l = &fp->link;
-  const char *argv[FL_ARGS_MAX + 8];
-  size_t lens[FL_ARGS_MAX + 8];
-  char sid[sizeof(fp->sid)];
+  const char *argv[FL_WORDS_MAX];
+  size_t lens[FL_WORDS_MAX];
+  struct caller who;
   int retry_at;
-  int n = words(fp, a, argv, lens, sid, sizeof(sid), &retry_at);
+  int n = words(fp, a, argv, lens, &who, &retry_at);
 
   int64_t give_up = cq_now() + fp->timeout_ms;
   if (a->until < give_up)
@@ -682,18 +890,21 @@ int fl_call_locked(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
   /* One attempt waits this long for its reply: a stalled server is tried
    * again on a new connection, as a retry. */
   int64_t per_try = fp->heartbeat_ms > 50 ? fp->heartbeat_ms : 50;
-  char why[FL_MSG_MAX] = "";
+  char why[FL_ERR_MAX] = "";
   bool sent = false;
   for (int attempt = 0;; attempt++) {
     int64_t now = cq_now();
     if (attempt > 0 && now >= give_up)
       break;
-    bool late;
-    if (!ensure_connected(fp, give_up, &late, why, sizeof(why))) {
-      if (late)
-        break;
-      continue;
+    int rc = ensure_connected(fp, give_up, why, sizeof(why));
+    if (rc == CQ_EACCES) {
+      snprintf(err, len, "%s", why);
+      return CQ_EACCES;
     }
+    if (rc == FL_ELATE)
+      break;
+    if (rc != 0)
+      continue;
     int64_t wait = give_up - cq_now();
     if (wait > per_try)
       wait = per_try;
@@ -706,6 +917,15 @@ int fl_call_locked(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
     argv[retry_at] = sent ? "1" : "0";
     redisReply *r = send_script(fp, script, n, argv, lens);
     sent = true;
+    if (l->refused) {
+      l->refused = false;
+      snprintf(err, len, "%s", l->refusal);
+      if (r != NULL)
+        freeReplyObject(r);
+      drop_connection(l);
+      l->loaded = false;
+      return CQ_EACCES;
+    }
     if (r != NULL && l->drop_replies > 0) {
       /* Tests: the reply is lost as a timeout would lose it. */
       l->drop_replies--;
@@ -735,16 +955,9 @@ int fl_call_locked(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
     l->backoff = 0;
     l->next_connect = 0;
     if (r->type == REDIS_REPLY_ERROR) {
-      bool oom = strncmp(r->str, "OOM", 3) == 0;
-      if (oom)
-        snprintf(err, len,
-                 "the server is out of memory (maxmemory, noeviction) and "
-                 "refused the call: %s",
-                 r->str);
-      else
-        snprintf(err, len, "the server refused a script: %s", r->str);
+      int rc = script_error(fp, r->str, err, len);
       freeReplyObject(r);
-      return oom ? CQ_ENOMEM : CQ_ESYS;
+      return rc;
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 3) {
       snprintf(err, len, "the server sent an unexpected reply");
@@ -762,6 +975,85 @@ int fl_call_locked(struct fl_pool *fp, enum fl_script script, struct fl_args *a,
   fp->stats.unavailable++;
   pthread_mutex_unlock(&fp->mu);
   return CQ_EUNAVAILABLE;
+}
+
+/* Server settings a pool depends on, read where the ACL lets this user:
+ * CONFIG GET, else INFO (a user may have one and not the other). 1 with
+ * the value, 0 when it cannot be read. */
+static int read_setting(redisContext *c, const char *config,
+                        const char *info_section, const char *info_field,
+                        char *value, size_t len) {
+  const char *argv[3] = {"CONFIG", "GET", config};
+  redisReply *r = fl_command(c, 3, argv, NULL);
+  int found = 0;
+  if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+      r->element[1]->type == REDIS_REPLY_STRING) {
+    snprintf(value, len, "%s", r->element[1]->str);
+    found = 1;
+  }
+  if (r != NULL)
+    freeReplyObject(r);
+  if (found || c->err != 0)
+    return found;
+  const char *iargv[2] = {"INFO", info_section};
+  r = fl_command(c, 2, iargv, NULL);
+  if (r != NULL && r->type == REDIS_REPLY_STRING) {
+    char key[64];
+    snprintf(key, sizeof(key), "\n%s:", info_field);
+    const char *at = strstr(r->str, key);
+    if (at != NULL) {
+      at += strlen(key);
+      snprintf(value, len, "%.*s", (int)strcspn(at, "\r\n"), at);
+      found = 1;
+    }
+  }
+  if (r != NULL)
+    freeReplyObject(r);
+  return found;
+}
+
+int fl_server_check(struct fl_pool *fp, bool *unchecked, char *err,
+                    size_t len) {
+  *unchecked = false;
+  char why[FL_ERR_MAX] = "";
+  int rc = ensure_connected(fp, cq_now() + fp->timeout_ms, why, sizeof(why));
+  if (rc != 0) {
+    char where[FL_MSG_MAX];
+    fl_url_text(fp, where, sizeof(where));
+    if (rc == CQ_EACCES)
+      snprintf(err, len, "%s", why);
+    else
+      snprintf(err, len, "the server at %s cannot be reached: %s", where, why);
+    return rc == FL_ELATE ? CQ_EUNAVAILABLE : rc;
+  }
+  rc = fl_settings_check(fp->link.c, unchecked, err, len);
+  if (rc == CQ_EUNAVAILABLE)
+    drop_connection(&fp->link);
+  return rc;
+}
+
+int fl_settings_check(redisContext *c, bool *unchecked, char *err, size_t len) {
+  *unchecked = false;
+  char policy[64];
+  if (!read_setting(c, "maxmemory-policy", "memory", "maxmemory_policy", policy,
+                    sizeof(policy))) {
+    if (c->err != 0) {
+      snprintf(err, len, "the server stopped answering: %s", c->errstr);
+      return CQ_EUNAVAILABLE;
+    }
+    *unchecked = true;
+    return 0;
+  }
+  if (strcmp(policy, "noeviction") != 0) {
+    snprintf(err, len,
+             "the server's maxmemory-policy is %.32s, which may evict the "
+             "namespace's keys and lose leases: a fleet pool needs "
+             "noeviction (CONFIG SET maxmemory-policy noeviction, and the "
+             "same in its configuration file)",
+             policy);
+    return CQ_EINVAL;
+  }
+  return 0;
 }
 
 void fl_url_text(const struct fl_pool *fp, char *buf, size_t len) {

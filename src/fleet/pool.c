@@ -48,7 +48,7 @@ static int find_host(struct fl_pool *fp) {
   return 0;
 }
 
-static void fl_free(struct fl_pool *fp) {
+void fl_pool_free(struct fl_pool *fp) {
   if (fp == NULL)
     return;
   fl_bg_stop(fp);
@@ -73,6 +73,7 @@ static void end_session(struct fl_pool *fp) {
   struct fl_args a;
   fl_args_init(&a);
   fl_arg(&a, fp->sid);
+  fl_arg(&a, fp->secret);
   redisReply *r;
   char err[FL_MSG_MAX];
   if (fl_call(fp, FL_S_END, &a, &r, err, sizeof(err)) == 0)
@@ -99,8 +100,8 @@ static int take_opts(struct fl_pool *fp, const cq_fleet_opts *o) {
     return CQ_EINVAL;
   }
   if ((o->flags & ~(unsigned)KNOWN_FLAGS) != 0 ||
-      (o->fleet_flags & ~(unsigned)(CQ_FLEET_AUDIT | CQ_FLEET_ASYNC_RELEASE)) !=
-          0) {
+      (o->fleet_flags & ~(unsigned)(CQ_FLEET_AUDIT | CQ_FLEET_ASYNC_RELEASE |
+                                    CQ_FLEET_NEW_NAMESPACE)) != 0) {
     fl_error("cq_fleet_opts: unknown flags");
     return CQ_EINVAL;
   }
@@ -108,7 +109,8 @@ static int take_opts(struct fl_pool *fp, const cq_fleet_opts *o) {
     fl_error("cq_fleet_opts: a clock needs CQ_POOL_MANUAL_TIMERS");
     return CQ_EINVAL;
   }
-  if (o->ttl_ms < 0 || o->heartbeat_ms < 0 || o->timeout_ms < 0) {
+  if (o->ttl_ms < 0 || o->heartbeat_ms < 0 || o->timeout_ms < 0 ||
+      o->max_ttl_ms < 0) {
     fl_error("cq_fleet_opts: negative times");
     return CQ_EINVAL;
   }
@@ -124,6 +126,15 @@ static int take_opts(struct fl_pool *fp, const cq_fleet_opts *o) {
              (long long)fp->ttl_ms, (long long)fp->heartbeat_ms);
     return CQ_EINVAL;
   }
+  fp->max_ttl_ms = o->max_ttl_ms > 0 ? o->max_ttl_ms : 10000;
+  if (fp->ttl_ms > fp->max_ttl_ms) {
+    fl_error("cq_fleet_opts: the TTL (%lld ms) is longer than the namespace's "
+             "longest (max_ttl_ms, %lld ms%s): set max_ttl_ms, the same in "
+             "every process of the namespace",
+             (long long)fp->ttl_ms, (long long)fp->max_ttl_ms,
+             o->max_ttl_ms > 0 ? "" : " by default");
+    return CQ_EINVAL;
+  }
   /* The local deadline comes this much before the server's: it covers
    * clocks that run at slightly different rates, and the time it takes to
    * notice. */
@@ -132,6 +143,32 @@ static int take_opts(struct fl_pool *fp, const cq_fleet_opts *o) {
   snprintf(fp->steps, sizeof(fp->steps), "%u",
            o->script_steps > 0 ? o->script_steps : 4096u);
   return 0;
+}
+
+struct fl_pool *fl_pool_new(const char *url, const cq_fleet_opts *opts,
+                            int *rc) {
+  struct fl_pool *fp = calloc(1, sizeof(*fp));
+  if (fp == NULL) {
+    *rc = CQ_ENOMEM;
+    return NULL;
+  }
+  fp->magic = FL_POOL_MAGIC;
+  fp->wake_fd[0] = fp->wake_fd[1] = -1;
+  pthread_mutex_init(&fp->mu, NULL);
+  pthread_mutex_init(&fp->link.mu, NULL);
+  fp->held.next = fp->held.prev = &fp->held;
+  fp->deadline_ms = CQ_NEVER;
+  fp->next_hb_ms = CQ_NEVER;
+  char err[FL_ERR_MAX];
+  *rc = fl_url_parse(url, &fp->url, err, sizeof(err));
+  if (*rc != 0)
+    fl_error("%s", err);
+  else if ((*rc = take_opts(fp, opts)) == 0)
+    *rc = find_host(fp);
+  if (*rc == 0)
+    return fp;
+  fl_pool_free(fp);
+  return NULL;
 }
 
 int cq_fleet_open(cq_pool **out, const char *url, const char *ns,
@@ -145,24 +182,11 @@ int cq_fleet_open(cq_pool **out, const char *url, const char *ns,
     fl_error("namespace \"%.64s\": 1 to 64 letters, digits and \"_-.\"", ns);
     return CQ_EINVAL;
   }
-  struct fl_pool *fp = calloc(1, sizeof(*fp));
+  int rc;
+  struct fl_pool *fp = fl_pool_new(url, opts, &rc);
   if (fp == NULL)
-    return CQ_ENOMEM;
-  fp->magic = FL_POOL_MAGIC;
-  fp->wake_fd[0] = fp->wake_fd[1] = -1;
-  pthread_mutex_init(&fp->mu, NULL);
-  pthread_mutex_init(&fp->link.mu, NULL);
-  fp->held.next = fp->held.prev = &fp->held;
-  fp->deadline_ms = CQ_NEVER;
-  fp->next_hb_ms = CQ_NEVER;
-  char err[FL_MSG_MAX];
-  int rc = fl_url_parse(url, &fp->url, err, sizeof(err));
-  if (rc != 0) {
-    fl_error("%s", err);
-    goto fail;
-  }
-  if ((rc = take_opts(fp, opts)) != 0 || (rc = find_host(fp)) != 0)
-    goto fail;
+    return rc;
+  char err[FL_ERR_MAX];
   snprintf(fp->ns, sizeof(fp->ns), "%s", ns);
   snprintf(fp->prefix, sizeof(fp->prefix), "cq:{%s}:", ns);
   if (fp->opts.on_event != NULL) {
@@ -173,7 +197,17 @@ int cq_fleet_open(cq_pool **out, const char *url, const char *ns,
       goto fail;
     }
   }
-  if ((rc = fl_session_open(fp, err, sizeof(err))) != 0) {
+  bool unchecked;
+  pthread_mutex_lock(&fp->link.mu);
+  rc = fl_server_check(fp, &unchecked, err, sizeof(err));
+  pthread_mutex_unlock(&fp->link.mu);
+  if (rc == 0 && unchecked) {
+    pthread_mutex_lock(&fp->mu);
+    fp->stats.settings_unchecked = 1;
+    fl_event(fp, CQ_EVENT_WARNING, NULL, "maxmemory-policy", 0);
+    pthread_mutex_unlock(&fp->mu);
+  }
+  if (rc != 0 || (rc = fl_session_open(fp, err, sizeof(err))) != 0) {
     char shown[512];
     fl_url_redact(url, shown, sizeof(shown));
     fl_error("fleet pool %s on %s: %s", ns, shown, err);
@@ -191,7 +225,7 @@ int cq_fleet_open(cq_pool **out, const char *url, const char *ns,
 fail_session:
   end_session(fp);
 fail:
-  fl_free(fp);
+  fl_pool_free(fp);
   return rc;
 }
 
@@ -229,7 +263,7 @@ const char *cq_fleet_host(const cq_pool *pool) {
  */
 static int op_run(struct fl_pool *fp, enum fl_script s, struct fl_args *a,
                   redisReply **out, struct fl_ctx *ctx) {
-  char err[FL_MSG_MAX];
+  char err[FL_ERR_MAX];
   *out = NULL;
   int rc = fl_run(fp, s, a, false, out, ctx, err, sizeof(err));
   if (rc != 0) {
@@ -301,7 +335,7 @@ int fl_op_destroy(cq_pool *pool) {
     return CQ_EINUSE;
   fl_bg_stop(fp);
   end_session(fp);
-  fl_free(fp);
+  fl_pool_free(fp);
   return 0;
 }
 
@@ -556,9 +590,14 @@ int fl_op_device_set_online(cq_pool *pool, const char *name, uint32_t index,
 /* Stats                                                                     */
 /* ------------------------------------------------------------------------ */
 
-#define RES_FIELDS 18
+/* The values of a resource in stats.lua's replies: 18 figures, then the
+ * wait histogram's bounds (cq_wait_stats.below) when they are asked for,
+ * with the number of them as the argument after the mode. */
+#define RES_FIGURES 18
+#define RES_FIELDS (RES_FIGURES + CQ_WAIT_BUCKETS)
 #define DEV_FIELDS 8
 
+/* A resource's figures, without the bounds. */
 static void res_from(const redisReply *r, size_t at, cq_resource_stats *o) {
   memset(o, 0, sizeof(*o));
   snprintf(o->name, sizeof(o->name), "%s", fl_reply_value(r, at));
@@ -581,6 +620,14 @@ static void res_from(const redisReply *r, size_t at, cq_resource_stats *o) {
   o->online = (uint32_t)fl_reply_int(r, at + 17);
 }
 
+/* A resource's figures with the bounds, which come after them. */
+static void res_below_from(const redisReply *r, size_t at,
+                           cq_resource_stats *o) {
+  res_from(r, at, o);
+  for (int b = 0; b < CQ_WAIT_BUCKETS; b++)
+    o->wait.below[b] = (uint64_t)fl_reply_int(r, at + RES_FIGURES + (size_t)b);
+}
+
 static void dev_from(const redisReply *r, size_t at, cq_device_stats *o) {
   memset(o, 0, sizeof(*o));
   snprintf(o->id, sizeof(o->id), "%s", fl_reply_value(r, at));
@@ -593,7 +640,9 @@ static void dev_from(const redisReply *r, size_t at, cq_device_stats *o) {
   o->grants = (uint64_t)fl_reply_int(r, at + 7);
 }
 
-static void read_res(const redisReply *r, void *out) { res_from(r, 0, out); }
+static void read_res(const redisReply *r, void *out) {
+  res_below_from(r, 0, out);
+}
 static void read_dev(const redisReply *r, void *out) { dev_from(r, 0, out); }
 
 int fl_op_resource_stats_get(cq_pool *pool, const char *name,
@@ -601,6 +650,7 @@ int fl_op_resource_stats_get(cq_pool *pool, const char *name,
   struct fl_args a;
   fl_args_init(&a);
   fl_arg(&a, "r");
+  fl_arg_i(&a, CQ_WAIT_BUCKETS);
   fl_arg(&a, name);
   return op_read(fl_pool_of(pool), FL_S_STATS, &a, read_res, out);
 }
@@ -614,7 +664,7 @@ static void read_snapshot(const redisReply *r, void *out) {
   struct snapshot *s = out;
   size_t n = fl_reply_nvalues(r) / RES_FIELDS;
   for (size_t i = 0; i < n && i < s->cap; i++)
-    res_from(r, i * RES_FIELDS, &s->out[i]);
+    res_below_from(r, i * RES_FIELDS, &s->out[i]);
   *s->count = n;
 }
 
@@ -624,6 +674,7 @@ int fl_op_pool_snapshot(cq_pool *pool, cq_resource_stats *out, size_t cap,
   fl_args_init(&a);
   fl_arg(&a, "a");
   fl_arg(&a, "0");
+  fl_arg_i(&a, CQ_WAIT_BUCKETS);
   *count = 0; /* until the reply says (the core checked it) */
   struct snapshot s = {out, cap, count};
   return op_read(fl_pool_of(pool), FL_S_STATS, &a, read_snapshot, &s);
@@ -647,7 +698,7 @@ int cq__fleet_dump(cq_pool *pool, cq_resource_stats *res, size_t res_cap,
  * Tests: every resource, after each device pool its devices, and the
  * pool's figures, in one snapshot (one script), so that a differential
  * test can compare the whole namespace after every operation at the cost
- * of one round trip. Waiting-time quantiles are left at 0.
+ * of one round trip. Waiting-time quantiles and bounds are left at 0.
  */
 struct dump {
   cq_resource_stats *res;
@@ -663,10 +714,10 @@ static void read_dump(const redisReply *r, void *out) {
   memset(d->ps, 0, sizeof(*d->ps));
   d->ps->waiting = (uint64_t)fl_reply_int(r, nv);
   d->ps->waited_grants = (uint64_t)fl_reply_int(r, nv + 1);
-  while (at + RES_FIELDS <= nv) {
+  while (at + RES_FIGURES <= nv) {
     cq_resource_stats st;
     res_from(r, at, &st);
-    at += RES_FIELDS;
+    at += RES_FIGURES;
     if (nr < d->res_cap)
       d->res[nr] = st;
     nr++;
@@ -686,6 +737,7 @@ int cq__fleet_dump(cq_pool *pool, cq_resource_stats *res, size_t res_cap,
   fl_args_init(&a);
   fl_arg(&a, "a");
   fl_arg(&a, "2");
+  fl_arg(&a, "0"); /* no bounds */
   *n_res = 0;
   *n_devs = 0;
   struct dump d = {res, res_cap, n_res, devs, dev_cap, n_devs, ps};
@@ -760,6 +812,35 @@ void cq__fleet_late_reply(cq_pool *pool, uint32_t which);
  * told late (FL_LATE_GRANTED): see fl_late_reply(). */
 void cq__fleet_late_reply(cq_pool *pool, uint32_t which) {
   atomic_fetch_or(&fl_pool_of(pool)->late, which);
+}
+
+int cq__fleet_read_entry(cq_pool *pool, const cq_req *req, const char *id,
+                         const char *entry);
+
+/* Tests: read `entry` as the reply of an acquire of `req` by an attempt
+ * named `id` granted at once, as the library reads it: 0, or -1 when it
+ * is refused. */
+int cq__fleet_read_entry(cq_pool *pool, const cq_req *req, const char *id,
+                         const char *entry) {
+  struct fl_pool *fp = fl_pool_of(pool);
+  const struct fl_req *r = fl_req_ofc(req);
+  static struct fl_grant g; /* large: not on the stack */
+  static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&g_mu);
+  memset(&g, 0, sizeof(g));
+  g.n_items = (uint8_t)r->n;
+  for (uint16_t i = 0; i < r->n; i++) {
+    g.it[i].name = r->it[i].name;
+    g.it[i].mode = r->it[i].mode;
+  }
+  snprintf(g.id, sizeof(g.id), "%s", id);
+  pthread_mutex_lock(&fp->mu);
+  uint64_t seen = fp->max_fence;
+  int rc = fl_grant_read(fp, &g, entry);
+  fp->max_fence = seen;
+  pthread_mutex_unlock(&fp->mu);
+  pthread_mutex_unlock(&g_mu);
+  return rc;
 }
 
 uint32_t cq__fleet_late_pending(cq_pool *pool);
@@ -923,6 +1004,51 @@ static const char *fl_op_last_error(const cq_pool *pool) {
   return cq_fleet_error();
 }
 
+/* The counters of cq_fleet_stats in cq_pool_write_metrics(), as
+ * cronoq_fleet_<name>_total: what this process's pool met. */
+static const struct {
+  const char *name, *help;
+  size_t offset;
+} fl_counters[] = {
+#define FL_COUNTER_(field, help)                                               \
+  { "fleet_" #field, help, offsetof(cq_fleet_stats, field) }
+    FL_COUNTER_(sessions, "Sessions this process opened: 1, and one more "
+                          "per loss."),
+    FL_COUNTER_(leases_lost, "Leases this process lost (CQ_EVENT_LOST)."),
+    FL_COUNTER_(state_losses, "Times the namespace was found recreated: the "
+                              "server had lost its state."),
+    FL_COUNTER_(rollbacks, "Failovers detected: a lease missing, or the "
+                           "fencing counter behind one seen."),
+    FL_COUNTER_(reconnects, "Connections to the server made again after one "
+                            "broke."),
+    FL_COUNTER_(unavailable, "Calls that failed with CQ_EUNAVAILABLE."),
+    FL_COUNTER_(deferred, "Releases that could not reach the server, applied "
+                          "later by a heartbeat."),
+    FL_COUNTER_(reconciled, "Leases and waiters of calls whose reply was "
+                            "lost, ended by a heartbeat."),
+#undef FL_COUNTER_
+};
+
+#define FL_N_COUNTERS (sizeof(fl_counters) / sizeof(fl_counters[0]))
+_Static_assert(FL_N_COUNTERS <= CQ_BACKEND_METRICS_MAX,
+               "the fleet's counters fit the metrics' room");
+
+static int fl_op_metrics_get(cq_pool *pool, cq_backend_metric *out, size_t cap,
+                             size_t *count) {
+  cq_fleet_stats st;
+  int rc = cq_fleet_stats_get(pool, &st);
+  if (rc != 0)
+    return rc;
+  for (size_t i = 0; i < FL_N_COUNTERS && i < cap; i++) {
+    uint64_t v;
+    memcpy(&v, (const char *)&st + fl_counters[i].offset, sizeof(v));
+    out[i] = (cq_backend_metric){fl_counters[i].name, fl_counters[i].help, 1,
+                                 (double)v};
+  }
+  *count = FL_N_COUNTERS;
+  return 0;
+}
+
 const cq_backend_ops fl_ops = {
     .size = sizeof(cq_backend_ops),
     .name = "fleet",
@@ -959,4 +1085,5 @@ const cq_backend_ops fl_ops = {
     .tasks_validate = fl_op_tasks_validate,
     .pool_room = fl_op_pool_room,
     .last_error = fl_op_last_error,
+    .metrics_get = fl_op_metrics_get,
 };

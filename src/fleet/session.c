@@ -34,7 +34,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-static _Thread_local char tl_error[256];
+static _Thread_local char tl_error[512];
 
 const char *cq_fleet_error(void) { return tl_error; }
 
@@ -316,26 +316,27 @@ static bool op_of(const char *id, size_t len, uint64_t *op) {
 
 void fl_apply_outcome(struct fl_pool *fp, const char *entry,
                       struct fl_ctx *ctx) {
-  if ((entry[0] != 'g' && entry[0] != 'x') || entry[1] != ' ')
-    return;
-  const char *id = entry + 2;
-  size_t idlen = strcspn(id, " ");
+  struct fl_entry e;
   uint64_t op;
-  if (!op_of(id, idlen, &op))
+  if (!fl_entry_parse(entry, &e) || !op_of(e.id, e.id_len, &op))
     return;
   struct fl_grant *g = fl_table_get(fp, op);
   /* The id names the session too: a new attempt reusing nothing. */
-  if (g == NULL || strlen(g->id) != idlen || memcmp(g->id, id, idlen) != 0)
+  if (g == NULL || strlen(g->id) != e.id_len ||
+      memcmp(g->id, e.id, e.id_len) != 0)
     return;
-  const char *rest = id + idlen;
-  if (*rest == ' ')
-    rest++;
-  if (entry[0] == 'g') {
-    fl_grant_decide(fp, g, 0, rest, NULL, ctx);
+  if (e.kind == 'g') {
+    fl_grant_decide(fp, g, 0, e.rest, NULL, ctx);
     return;
   }
+  /* A status the server would send: one of cronoq.h's codes. */
   char *end;
-  long status = strtol(rest, &end, 10);
+  long status = strtol(e.rest, &end, 10);
+  if (end == e.rest || status >= 0 || status < CQ_ERRNO_MIN_) {
+    fl_grant_decide(fp, g, CQ_ESYS, NULL,
+                    "fleet: an outcome the library could not read", ctx);
+    return;
+  }
   if (*end == ' ')
     end++;
   fl_grant_decide(fp, g, (int)status, NULL, end, ctx);
@@ -356,12 +357,26 @@ void fl_apply_outcomes(struct fl_pool *fp, const redisReply *r, size_t from,
 /* Sessions                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* A new session id. */
-static void new_sid(char *sid, size_t len) {
+/* Random bits for a session's id and secret: the kernel's, or (should
+ * getrandom() fail) a mix of the time, the process and a counter, which
+ * keeps ids apart but makes a secret guessable, as a namespace's other
+ * clients could write its keys anyway (one trust domain). */
+static uint64_t random64(void) {
+  static _Atomic uint64_t n;
   uint64_t x = 0;
   if (getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x))
-    x = (uint64_t)cq_now() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
-  snprintf(sid, len, "%012" PRIx64, (uint64_t)(x & UINT64_C(0xffffffffffff)));
+    x = ((uint64_t)cq_now() ^ atomic_fetch_add(&n, 1) << 40 ^
+         (uint64_t)getpid() << 20) *
+        0x9e3779b97f4a7c15ull;
+  return x;
+}
+
+/* A new session id, and its secret (32 hex digits). */
+static void new_sid(char *sid, size_t len, char *secret, size_t secret_len) {
+  snprintf(sid, len, "%012" PRIx64,
+           (uint64_t)(random64() & UINT64_C(0xffffffffffff)));
+  uint64_t hi = random64(), lo = random64();
+  snprintf(secret, secret_len, "%016" PRIx64 "%016" PRIx64, hi, lo);
 }
 
 /* A fencing counter behind one this process saw: writes were lost (a
@@ -390,10 +405,11 @@ static void redeclare_locked(struct fl_pool *fp) {
 /* Open a session on the server (link.mu held). */
 static int open_locked(struct fl_pool *fp, int64_t until, char *err,
                        size_t len) {
-  char sid[sizeof(fp->sid)];
-  new_sid(sid, sizeof(sid));
+  char sid[sizeof(fp->sid)], secret[sizeof(fp->secret)];
+  new_sid(sid, sizeof(sid), secret, sizeof(secret));
   pthread_mutex_lock(&fp->mu);
   memcpy(fp->sid, sid, sizeof(sid));
+  memcpy(fp->secret, secret, sizeof(secret));
   pthread_mutex_unlock(&fp->mu);
   struct fl_args a;
   fl_args_init(&a);
@@ -407,6 +423,8 @@ static int open_locked(struct fl_pool *fp, int64_t until, char *err,
   fl_arg(&a, fp->ns);
   fl_arg(&a, fp->epoch);
   fl_arg_i(&a, (int64_t)fp->max_fence);
+  fl_arg_i(&a, fp->max_ttl_ms);
+  fl_arg(&a, (fp->opts.fleet_flags & CQ_FLEET_NEW_NAMESPACE) ? "1" : "0");
   redisReply *r;
   int rc = fl_call_locked(fp, FL_S_OPEN, &a, &r, err, len);
   if (rc == 0 && fl_reply_status(r) == FL_R_OWED) {
@@ -436,12 +454,12 @@ static int open_locked(struct fl_pool *fp, int64_t until, char *err,
     fp->epoch_gen++;
   }
   fence_check(fp, (uint64_t)fl_reply_int(r, 2));
-  fp->stats.quarantine_ms = fl_reply_int(r, 3);
   fp->stats.sessions++;
   fp->gen++;
   fp->inbox_seen = 0;
   fp->deadline_ms = sent + fp->ttl_ms - fp->margin_ms;
   fp->next_hb_ms = sent + fp->heartbeat_ms;
+  fl_quarantine_seen(fp, sent, fl_reply_int(r, 3));
   fp->fetch_due = true;
   pthread_mutex_unlock(&fp->mu);
   freeReplyObject(r);
@@ -493,11 +511,24 @@ void fl_session_lost(struct fl_pool *fp, const char *why, struct fl_ctx *ctx) {
   /* The old session is ended on the server once it can be reached (its
    * units come back at once if it is still there); its deferred releases
    * go with it. */
-  if (fp->sid[0] != '\0' && fp->ended_sid[0] == '\0')
+  if (fp->sid[0] != '\0' && fp->ended_sid[0] == '\0') {
     memcpy(fp->ended_sid, fp->sid, sizeof(fp->sid));
+    memcpy(fp->ended_secret, fp->secret, sizeof(fp->secret));
+  }
   fp->sid[0] = '\0';
   fp->n_deferred = 0;
   fp->next_open_ms = cq_now();
+}
+
+void fl_quarantine_seen(struct fl_pool *fp, int64_t sent, int64_t left) {
+  fp->stats.quarantine_ms = left > 0 ? left : 0;
+  if (left <= 0)
+    return;
+  /* The waiters that arrived meanwhile are granted by the first call after
+   * its end: this process's heartbeat, then, if none came sooner. */
+  int64_t end = sent + left + 1;
+  if (end < fp->next_hb_ms)
+    fp->next_hb_ms = end;
 }
 
 bool fl_session_dead(const struct fl_pool *fp) {
@@ -547,8 +578,9 @@ bool fl_defer_release_id(struct fl_pool *fp, const char *id, uint32_t gen) {
 static void end_old_locked(struct fl_pool *fp, int64_t until,
                            struct fl_ctx *ctx) {
   pthread_mutex_lock(&fp->mu);
-  char old[sizeof(fp->ended_sid)];
+  char old[sizeof(fp->ended_sid)], secret[sizeof(fp->ended_secret)];
   memcpy(old, fp->ended_sid, sizeof(old));
+  memcpy(secret, fp->ended_secret, sizeof(secret));
   pthread_mutex_unlock(&fp->mu);
   if (old[0] == '\0')
     return;
@@ -556,6 +588,7 @@ static void end_old_locked(struct fl_pool *fp, int64_t until,
   fl_args_init(&a);
   a.until = until;
   fl_arg(&a, old);
+  fl_arg(&a, secret);
   redisReply *r;
   char err[FL_MSG_MAX];
   if (fl_call_locked(fp, FL_S_END, &a, &r, err, sizeof(err)) == 0) {
@@ -758,7 +791,7 @@ static void deferred_send(struct fl_pool *fp, struct fl_ctx *ctx) {
 }
 
 /* The values of a heartbeat's reply (see src/fleet/lua/heartbeat.lua). */
-enum { HB_MORE, HB_HEAD, HB_FENCE, HB_EPOCH, HB_NLEASES };
+enum { HB_MORE, HB_HEAD, HB_FENCE, HB_EPOCH, HB_QUARANTINE, HB_NLEASES };
 
 /* One heartbeat: extend the session, fetch the inbox, reclaim what dead
  * sessions hold (when `reap`), and (when `check`: not while a caller has
@@ -842,11 +875,14 @@ static int heartbeat_locked(struct fl_pool *fp, bool reap, bool check,
     fp->deadline_ms = sent + fp->ttl_ms - fp->margin_ms;
     /* Dead sessions left to reclaim: the next heartbeat at once. */
     fp->next_hb_ms = more ? sent : sent + fp->heartbeat_ms;
+    fl_quarantine_seen(fp, sent, fl_reply_int(r, HB_QUARANTINE));
     fp->fetch_due = false;
-    fp->beats++;
+    bool recheck = ++fp->beats % FL_LIBRARY_CHECK_BEATS == 0;
     bool owed = fl_reply_owed(r);
     pthread_mutex_unlock(&fp->mu);
     freeReplyObject(r);
+    if (recheck)
+      fl_library_recheck(fp);
     if (s.n_leases + s.n_waiters > 0 || s.ids != NULL)
       strays_end(fp, &s, ctx);
     if (!owed)
@@ -981,8 +1017,10 @@ static void subscribe(struct fl_pool *fp) {
   if (!have || wait <= 0)
     return;
   char err[FL_MSG_MAX];
-  redisContext *c = fl_connect(
-      fp, wait < fp->heartbeat_ms ? wait : fp->heartbeat_ms, err, sizeof(err));
+  int code;
+  redisContext *c =
+      fl_connect(fp, wait < fp->heartbeat_ms ? wait : fp->heartbeat_ms, &code,
+                 err, sizeof(err));
   if (c == NULL)
     return;
   const char *argv[2] = {"SUBSCRIBE", ch};
@@ -1122,7 +1160,12 @@ static void *bg_main(void *arg) {
       int rc = heartbeat_locked(fp, beat, true, &ctx, err, sizeof(err));
       pthread_mutex_unlock(&fp->link.mu);
       if (rc != 0) {
+        /* Tried again on the schedule, a quarter interval on: not at once
+         * for a fetch still due (a server that refuses every call, or that
+         * the backoff keeps us from until after the deadline, would spin
+         * the thread), as every heartbeat fetches the inbox anyway. */
         pthread_mutex_lock(&fp->mu);
+        fp->fetch_due = false;
         if (fp->sid[0] != '\0')
           fp->next_hb_ms = now + fp->heartbeat_ms / 4 + 1;
         else

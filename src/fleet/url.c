@@ -82,15 +82,28 @@ static bool parse_userinfo(const char *s, size_t n, struct fl_url *out) {
                    n - (size_t)(colon - s) - 1);
 }
 
-/* Where the userinfo of `rest` (the URL after its scheme) ends: its last
- * '@' before the first '/' (a password may hold '@'), or NULL. */
-static const char *userinfo_end(const char *rest) {
-  const char *slash = strchr(rest, '/');
-  const char *at = NULL;
-  for (const char *c = rest; *c != '\0' && (slash == NULL || c < slash); c++)
-    if (*c == '@')
+/*
+ * Where the userinfo of `rest` (the URL after its scheme) ends: its '@',
+ * or NULL. A password may hold '@' and '/' (base64 passwords do), so the
+ * end is found from what may follow it. A redis:// URL holds no '@' after
+ * its host (a database is a number): its last '@'. A unix:// URL's path
+ * is absolute, and may hold '@' too: none when the URL starts with its
+ * path, else the last '@' followed by '/', or the last '@' of a URL that
+ * has no path to find (refused by the parse). Where a path holds "@/",
+ * more is taken for the password than it has, never less: a message hides
+ * part of the path rather than show part of a password.
+ */
+static const char *userinfo_end(const char *rest, bool unix_socket) {
+  if (unix_socket && rest[0] == '/')
+    return NULL;
+  const char *at = NULL, *before_path = NULL;
+  for (const char *c = rest; *c != '\0'; c++)
+    if (*c == '@') {
       at = c;
-  return at;
+      if (c[1] == '/')
+        before_path = c;
+    }
+  return unix_socket && before_path != NULL ? before_path : at;
 }
 
 void fl_url_redact(const char *url, char *buf, size_t len) {
@@ -98,7 +111,8 @@ void fl_url_redact(const char *url, char *buf, size_t len) {
     return;
   const char *scheme = url != NULL ? strstr(url, "://") : NULL;
   const char *rest = scheme != NULL ? scheme + 3 : url;
-  const char *at = rest != NULL ? userinfo_end(rest) : NULL;
+  const char *at =
+      rest != NULL ? userinfo_end(rest, strncmp(url, "unix://", 7) == 0) : NULL;
   if (at == NULL) {
     snprintf(buf, len, "%s", url != NULL ? url : "");
     return;
@@ -134,11 +148,8 @@ int fl_url_parse(const char *given, struct fl_url *out, char *err, size_t len) {
         "unix:///path/to/redis.sock",
         url);
   }
-  /* Userinfo ends at the last '@' before the path (a password may hold
-   * '@'; a socket path may too, but it starts after the first '/'). */
-  const char *slash = strchr(rest, '/');
-  const char *at = userinfo_end(rest);
-  if (out->unix_socket && at == NULL && slash != rest)
+  const char *at = userinfo_end(rest, out->unix_socket);
+  if (out->unix_socket && at == NULL && rest[0] != '/')
     BAD("URL \"%.64s\": a unix:// URL names an absolute path, as in "
         "unix:///run/redis.sock",
         url);

@@ -7,11 +7,12 @@
  * Names: cronoq_<figure> per resource (label `resource`), cronoq_class_
  * <figure> per class (label `class`; classes have their own help texts),
  * cronoq_device_<figure> per device (labels `resource` and `device`),
- * cronoq_pool_<figure> for the pool, and cronoq_build_info. Counters end in
- * _total. Waiting times are a histogram in seconds whose buckets are
- * powers of four of a millisecond, from 1 ms to 2^26 ms (18.6 hours); its
- * counts are exact (cq_wait_stats.below), so scrapes of several processes
- * can be added up.
+ * cronoq_pool_<figure> for the pool, cronoq_build_info, and last a backend
+ * pool's figures of its own, cronoq_<backend>_<figure> (cronoq_backend.h:
+ * cq_backend_metric). Counters end in _total. Waiting times are a histogram in
+ * seconds whose buckets are powers of four of a millisecond, from 1 ms to 2^26
+ * ms (18.6 hours); its counts are exact (cq_wait_stats.below), so scrapes of
+ * several processes can be added up.
  */
 #include "text/metrics.h"
 
@@ -66,6 +67,15 @@ static void family(struct out *o, const char *name, const char *type,
   emit(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* The head of a family of one sample without labels: cronoq_<base>, with
+ * _total for a counter; its name is left in `name`. */
+static void lone_family(struct out *o, char *name, size_t len, const char *base,
+                        const char *type, const char *help) {
+  snprintf(name, len, "cronoq_%s%s", base,
+           strcmp(type, "counter") == 0 ? "_total" : "");
+  family(o, name, type, help);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The pool                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -73,9 +83,7 @@ static void family(struct out *o, const char *name, const char *type,
 static void write_pool(struct out *o, const cq_pool_stats *s) {
   char name[96];
 #define POOL_FAMILY_(field, type, help)                                        \
-  snprintf(name, sizeof(name), "cronoq_pool_%s%s", #field,                     \
-           strcmp(type, "counter") == 0 ? "_total" : "");                      \
-  family(o, name, type, help);                                                 \
+  lone_family(o, name, sizeof(name), "pool_" #field, type, help);              \
   emit(o, "%s %" PRIu64 "\n", name, s->field);
   CQ_POOL_STATS_MAP(POOL_FAMILY_)
 #undef POOL_FAMILY_
@@ -259,6 +267,20 @@ static void write_devices(struct out *o, const struct cq__metrics *m) {
   }
 }
 
+/* ------------------------------------------------------------------------ */
+/* A backend's own figures                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void write_own(struct out *o, const struct cq__metrics *m) {
+  char name[96];
+  for (size_t i = 0; i < m->n_own; i++) {
+    const cq_backend_metric *f = &m->own[i];
+    lone_family(o, name, sizeof(name), f->name,
+                f->counter ? "counter" : "gauge", f->help);
+    emit(o, "%s %.17g\n", name, f->value);
+  }
+}
+
 int cq__metrics_write(const struct cq__metrics *m, cq_write_fn write,
                       void *arg) {
   struct out o = {write, arg, 0, {0}};
@@ -266,5 +288,6 @@ int cq__metrics_write(const struct cq__metrics *m, cq_write_fn write,
   write_resources(&o, m, false);
   write_devices(&o, m);
   write_resources(&o, m, true);
+  write_own(&o, m);
   return o.rc;
 }

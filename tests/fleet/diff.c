@@ -742,11 +742,13 @@ static int open_sides(run *r, uint8_t flags) {
   char ns[32];
   snprintf(ns, sizeof(ns), "diff%u", ++ns_counter);
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.fleet_flags = CQ_FLEET_NEW_NAMESPACE; /* tests: a server of their own */
   o.flags = pf | CQ_POOL_MANUAL_TIMERS;
   o.clock = run_clock;
   o.clock_arg = r;
   o.host = "h";
   o.ttl_ms = 120000;
+  o.max_ttl_ms = 120000;
   o.heartbeat_ms = 10000;
   o.timeout_ms = 30000;
   static const uint32_t steps[4] = {0, 16, 3, 0};

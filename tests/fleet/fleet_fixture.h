@@ -36,6 +36,7 @@ static inline int fleet_fixture_create(cq_pool **out,
   char ns[32];
   snprintf(ns, sizeof(ns), "s%d", ++fleet_fixture_ns);
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.fleet_flags = CQ_FLEET_NEW_NAMESPACE; /* tests: a server of their own */
   if (cfg != NULL) {
     o.flags = cfg->flags;
     o.clock = cfg->clock;

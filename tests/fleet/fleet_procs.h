@@ -74,8 +74,10 @@ static inline cq_pool *child_open(const char *ns, const cq_fleet_opts *o) {
 static inline cq_fleet_opts short_ttl_opts(int64_t ttl_ms, int64_t heartbeat_ms,
                                            cq_event_fn on_event) {
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.fleet_flags = CQ_FLEET_NEW_NAMESPACE; /* tests: a server of their own */
   o.host = "h";
   o.ttl_ms = ttl_ms;
+  o.max_ttl_ms = ttl_ms;
   o.heartbeat_ms = heartbeat_ms;
   o.on_event = on_event;
   return o;

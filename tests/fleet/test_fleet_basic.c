@@ -73,6 +73,7 @@ test_names_follow_the_core_rules_and_hosts_join_with_at(void **state) {
 static void test_a_server_that_cannot_be_reached_fails_closed(void **state) {
   (void)state;
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.fleet_flags = CQ_FLEET_NEW_NAMESPACE; /* tests: a server of their own */
   o.timeout_ms = 300;
   cq_pool *p = NULL;
   assert_cq_err(cq_fleet_open(&p, "unix:///nonexistent/cronoq.sock", "x", &o),
@@ -86,7 +87,7 @@ static void test_a_server_that_cannot_be_reached_fails_closed(void **state) {
 
 /* Messages name the URL with its password replaced by "***": a URL that
  * cannot be parsed, a server that cannot be reached, a password given
- * alone or after a user name (and one holding '@'). */
+ * alone or after a user name (and one holding '@' or '/'). */
 static void test_messages_hide_the_urls_password(void **state) {
   (void)state;
   static const struct {
@@ -104,8 +105,21 @@ static void test_messages_hide_the_urls_password(void **state) {
       {"redis://u:s3cret@h:99999", "redis://u:***@h:99999", CQ_EINVAL},
       {"unix://u:s3cret@relative.sock", "unix://u:***@relative.sock",
        CQ_EINVAL},
+      /* A password holding '/' (base64 ones do), which once passed for
+       * the start of a path: the URL was refused, the password shown. */
+      {"redis://cronoq:s3c/ret@127.0.0.1:1", "redis://cronoq:***@127.0.0.1:1",
+       CQ_EUNAVAILABLE},
+      {"redis://s3c/ret@127.0.0.1:1/0", "redis://***@127.0.0.1:1/0",
+       CQ_EUNAVAILABLE},
+      {"unix://cronoq:s3c/ret@/nonexistent/cronoq.sock",
+       "unix://cronoq:***@/nonexistent/cronoq.sock", CQ_EUNAVAILABLE},
+      {"redis://cronoq:s3c/ret@host:99999", "redis://cronoq:***@host:99999",
+       CQ_EINVAL},
+      {"unix://cronoq:s3c/ret@relative.sock", "unix://cronoq:***@relative.sock",
+       CQ_EINVAL},
   };
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.fleet_flags = CQ_FLEET_NEW_NAMESPACE; /* tests: a server of their own */
   o.timeout_ms = 300;
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     cq_pool *p = NULL;
@@ -117,10 +131,35 @@ static void test_messages_hide_the_urls_password(void **state) {
   }
 }
 
+/* A password may hold '/' (base64 passwords do) and '@', and a socket
+ * path '@': each is parsed whole, in redis:// and in unix:// URLs (a '/'
+ * in the password once passed for the start of a path). */
+static void test_a_password_holding_a_slash_is_parsed_whole(void **state) {
+  (void)state;
+  struct fl_url u;
+  char err[160];
+  assert_cq_ok(fl_url_parse("redis://alice:ab/c@d+e@db.example:6380/2", &u, err,
+                            sizeof(err)));
+  assert_string_equal(u.user, "alice");
+  assert_string_equal(u.password, "ab/c@d+e");
+  assert_string_equal(u.host, "db.example");
+  assert_int_equal(u.port, 6380);
+  assert_int_equal(u.db, 2);
+  assert_cq_ok(fl_url_parse("unix://alice:ab/c@/run/r@dis/redis.sock", &u, err,
+                            sizeof(err)));
+  assert_string_equal(u.password, "ab/c");
+  assert_string_equal(u.path, "/run/r@dis/redis.sock");
+  assert_cq_ok(
+      fl_url_parse("unix:///run/r@dis/redis.sock", &u, err, sizeof(err)));
+  assert_string_equal(u.password, "");
+  assert_string_equal(u.path, "/run/r@dis/redis.sock");
+}
+
 static void test_bad_options_are_refused_with_a_reason(void **state) {
   (void)state;
   fleet_server_up();
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.fleet_flags = CQ_FLEET_NEW_NAMESPACE; /* tests: a server of their own */
   cq_pool *p = NULL;
   o.flags = CQ_POOL_BACKFILL;
   assert_cq_err(cq_fleet_open(&p, fleet_server.url, "x", &o), CQ_EINVAL);
@@ -164,6 +203,7 @@ static void test_a_namespace_keeps_its_claims_option(void **state) {
   fleet_server_up();
   const char *ns = fleet_new_ns();
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.fleet_flags = CQ_FLEET_NEW_NAMESPACE; /* tests: a server of their own */
   o.flags = CQ_POOL_STAGED_CLAIMS;
   cq_pool *p = fleet_open_as(ns, "hostA", &o);
   cq_pool *q = NULL;
@@ -292,16 +332,6 @@ static void test_a_grant_is_a_lease_with_a_growing_fence(void **state) {
 
 /* The text layer of the core, on a fleet pool: resource specs (with GPU
  * detection), request specs, and the metrics. */
-static int collect(const char *text, size_t len, void *arg) {
-  char *buf = arg;
-  size_t at = strlen(buf);
-  if (at + len >= 65536)
-    return 1;
-  memcpy(buf + at, text, len);
-  buf[at + len] = '\0';
-  return 0;
-}
-
 static void test_specs_and_metrics_work_on_a_fleet_pool(void **state) {
   (void)state;
   fleet_server_up();
@@ -356,9 +386,9 @@ static void test_specs_and_metrics_work_on_a_fleet_pool(void **state) {
   /* The licence is the fleet's: both are out. */
   assert_cq_err(cq_grant_try(a, &g3, &req), CQ_EBUSY);
 
-  static char text[65536];
+  static char text[FLEET_TEXT_MAX];
   text[0] = '\0';
-  assert_cq_ok(cq_pool_write_metrics(a, collect, text));
+  assert_cq_ok(cq_pool_write_metrics(a, fleet_collect, text));
   assert_non_null(strstr(text, "cronoq_in_use{resource=\"licence\"} 2"));
   assert_non_null(strstr(text, "resource=\"gpu@hostA\""));
   assert_non_null(strstr(text, "resource=\"gpu@hostB\""));
@@ -367,6 +397,106 @@ static void test_specs_and_metrics_work_on_a_fleet_pool(void **state) {
   assert_cq_ok(cq_grant_release(b, &g2));
   assert_cq_ok(cq_pool_destroy(b));
   assert_cq_ok(cq_pool_destroy(a));
+}
+
+/* The least a waiter of wait_program() waits, in ms: more than the bounds
+ * of 1, 4 and 16 ms, so that those buckets count exactly the six grants
+ * that did not wait, whatever the machine's speed. */
+#define WAITED_MS 20
+
+static void flag_cb(cq_grant *g, int status) {
+  atomic_store((_Atomic int *)g->data, status == 0 ? 1 : -1);
+}
+
+/* One program for both kinds of pool: on "db" (capacity 1), six grants at
+ * once (the last one held), then one that waits at least WAITED_MS for it. */
+static void wait_program(cq_pool *p) {
+  assert_cq_ok(cq_budget_add(p, "db", 1));
+  cq_req r;
+  assert_cq_ok(cq_req_init(&r, p));
+  assert_cq_ok(cq_req_add(&r, "db", 1));
+  cq_grant g, w;
+  for (int i = 0; i < 5; i++) {
+    cq_grant_init(&g);
+    assert_cq_ok(cq_grant_try(p, &g, &r));
+    assert_cq_ok(cq_grant_release(p, &g));
+  }
+  cq_grant_init(&g);
+  assert_cq_ok(cq_grant_try(p, &g, &r));
+  _Atomic int granted = 0;
+  cq_grant_init(&w);
+  w.data = (void *)&granted;
+  assert_cq_ok(cq_grant_submit(p, &w, &r, CQ_NEVER, flag_cb));
+  cqt_sleep_ms(WAITED_MS);
+  assert_cq_ok(cq_grant_release(p, &g));
+  for (int i = 0; i < CQT_PATIENCE_MS / 5 && atomic_load(&granted) == 0; i++)
+    cqt_sleep_ms(5);
+  assert_int_equal(atomic_load(&granted), 1);
+  assert_cq_ok(cq_grant_release(p, &w));
+}
+
+/* The exposition's buckets of "db": each `le` in ms (-1 for +Inf) and its
+ * count, in order; returns how many. */
+static int db_buckets(cq_pool *p, double le_ms[], uint64_t count[], int cap) {
+  static char text[FLEET_TEXT_MAX];
+  text[0] = '\0';
+  assert_cq_ok(cq_pool_write_metrics(p, fleet_collect, text));
+  static const char prefix[] =
+      "\ncronoq_wait_seconds_bucket{resource=\"db\",le=\"";
+  int n = 0;
+  for (const char *at = strstr(text, prefix); at != NULL && n < cap;
+       at = strstr(at + 1, prefix)) {
+    const char *le = at + strlen(prefix);
+    le_ms[n] = strncmp(le, "+Inf", 4) == 0 ? -1 : strtod(le, NULL) * 1000;
+    const char *v = strstr(le, "} ");
+    assert_non_null(v);
+    count[n++] = strtoull(v + 2, NULL, 10);
+  }
+  return n;
+}
+
+/* A fleet pool's waiting-time histogram counts as an in-process pool's:
+ * the same program gives the same buckets, in the exposition and in the
+ * snapshot (a fleet pool once gave 0 in every finite bucket). Buckets
+ * above WAITED_MS hold the waiter or not depending on how long it waited,
+ * so they are checked only for what they must be: between the two. */
+static void test_a_fleet_pools_wait_buckets_count_as_in_process(void **state) {
+  (void)state;
+  fleet_server_up();
+  cq_pool *local, *fleet = fleet_open_as(fleet_new_ns(), "hostA", NULL);
+  assert_cq_ok(cq_pool_create(&local, NULL));
+  cq_pool *pools[2] = {local, fleet};
+  double le[2][64];
+  uint64_t count[2][64];
+  int n[2];
+  for (int k = 0; k < 2; k++) {
+    wait_program(pools[k]);
+    cq_resource_stats st;
+    assert_cq_ok(cq_resource_stats_get(pools[k], "db", &st));
+    assert_int_equal(st.wait.count, 7);
+    for (int b = 0; b < CQ_WAIT_BUCKETS; b++) {
+      if ((1 << b) <= WAITED_MS)
+        assert_int_equal(st.wait.below[b], 6);
+      assert_true(st.wait.below[b] >= 6 && st.wait.below[b] <= 7);
+    }
+    n[k] = db_buckets(pools[k], le[k], count[k], 64);
+    assert_true(n[k] > 4);
+    assert_true(le[k][n[k] - 1] < 0); /* +Inf last */
+    assert_int_equal(count[k][n[k] - 1], 7);
+    for (int i = 0; i < n[k] - 1; i++) {
+      if (le[k][i] <= WAITED_MS)
+        assert_int_equal(count[k][i], 6);
+      assert_true(count[k][i] >= 6 && count[k][i] <= count[k][i + 1]);
+    }
+  }
+  assert_int_equal(n[0], n[1]);
+  for (int i = 0; i < n[0]; i++) {
+    assert_true(le[0][i] == le[1][i]);
+    if (le[0][i] >= 0 && le[0][i] <= WAITED_MS)
+      assert_int_equal(count[0][i], count[1][i]);
+  }
+  assert_cq_ok(cq_pool_destroy(fleet));
+  assert_cq_ok(cq_pool_destroy(local));
 }
 
 /* A spec that fails on a fleet pool keeps what it declared before the
@@ -433,7 +563,7 @@ static long long calls_of(const char *info, const char *cmd) {
 
 /* An uncontended try + release of one budget takes the quick path
  * (docs/FLEET.md, "The uncontended case"): per pair, the namespace's head
- * twice, the session once, the resource's one field read and written
+ * twice, the session's secret once, the resource's one field read and written
  * twice, a fencing token, the lease written, read and removed, and
  * nothing else. A quick path that gave up on it would read again. */
 static void
@@ -456,8 +586,9 @@ test_an_uncontended_try_and_release_make_eleven_commands(void **state) {
   char info[8192];
   cqr_str(&fleet_server, info, sizeof(info), "INFO", "commandstats", NULL);
   assert_int_equal(calls_of(info, "fcall"), 20);
-  assert_int_equal(calls_of(info, "hget"), 50);
-  assert_int_equal(calls_of(info, "exists"), 10); /* the session */
+  /* Five per pair, one of them the session's record, for its secret. */
+  assert_int_equal(calls_of(info, "hget"), 60);
+  assert_int_equal(calls_of(info, "exists"), 0);
   assert_int_equal(calls_of(info, "zscore"), 0);
   assert_int_equal(calls_of(info, "hset"), 30);
   assert_int_equal(calls_of(info, "hincrby"), 10);
@@ -547,6 +678,7 @@ test_a_part_release_of_a_lease_the_server_lost_leaves_the_grant_idle(
   const char *ns = fleet_new_ns();
   _Atomic int lost = 0;
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.fleet_flags = CQ_FLEET_NEW_NAMESPACE; /* tests: a server of their own */
   o.on_event = count_lost;
   o.event_arg = (void *)&lost;
   cq_pool *p = fleet_open_as(ns, "h", &o);
@@ -658,6 +790,7 @@ static void test_a_user_that_may_not_load_functions_runs_scripts(void **state) {
   assert_string_equal(ok, "OK");
   const char *ns = fleet_new_ns();
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.fleet_flags = CQ_FLEET_NEW_NAMESPACE; /* tests: a server of their own */
   o.username = "nofunc";
   o.password = "pw";
   cq_pool *a = fleet_open_as(ns, "hostA", &o);
@@ -682,6 +815,7 @@ int main(void) {
       cmocka_unit_test(test_names_follow_the_core_rules_and_hosts_join_with_at),
       cmocka_unit_test(test_a_server_that_cannot_be_reached_fails_closed),
       cmocka_unit_test(test_messages_hide_the_urls_password),
+      cmocka_unit_test(test_a_password_holding_a_slash_is_parsed_whole),
       cmocka_unit_test(test_bad_options_are_refused_with_a_reason),
       cmocka_unit_test(
           test_open_makes_a_namespace_and_a_session_that_destroy_ends),
@@ -690,6 +824,7 @@ int main(void) {
           test_declarations_that_match_are_accepted_and_conflicts_name_both),
       cmocka_unit_test(test_a_grant_is_a_lease_with_a_growing_fence),
       cmocka_unit_test(test_specs_and_metrics_work_on_a_fleet_pool),
+      cmocka_unit_test(test_a_fleet_pools_wait_buckets_count_as_in_process),
       cmocka_unit_test(
           test_a_failed_spec_on_a_fleet_pool_keeps_what_it_declared_before),
       cmocka_unit_test(test_scripts_come_back_after_script_flush),

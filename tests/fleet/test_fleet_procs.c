@@ -108,7 +108,8 @@ static int worker_main(void *arg, int fd) {
   const struct worker_arg *a = arg;
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
   o.host = "h";
-  o.fleet_flags = CQ_FLEET_AUDIT;
+  o.fleet_flags = CQ_FLEET_AUDIT | CQ_FLEET_NEW_NAMESPACE;
+  o.max_ttl_ms = FLEET_TEST_MAX_TTL_MS;
   cq_pool *p = child_open(a->ns, &o);
   /* Every process declares the same resources: accepted. */
   if (cq_budget_add(p, "licence", LICENCE) != 0 ||
@@ -500,6 +501,8 @@ test_a_dead_session_with_many_leases_is_reclaimed_in_shares(void **state) {
 static int spec_main(void *arg, int fd) {
   const char *ns = arg;
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.fleet_flags = CQ_FLEET_NEW_NAMESPACE; /* tests: a server of their own */
+  o.max_ttl_ms = FLEET_TEST_MAX_TTL_MS;
   o.host = "h";
   setenv("CRONOQ_NUM_GPUS", "2", 1);
   cq_pool *p = child_open(ns, &o);

@@ -82,6 +82,86 @@ static int wait_exit(pid_t pid) {
 
 static int wait_ok(pid_t pid) { return wait_exit(pid) == 0; }
 
+/* Run cronoq-run with `args` (NULL-terminated, after the program's name),
+ * its stdout and stderr into `out`; its exit status, or -1. */
+static int run_into(const char *exe, const char *const *args, const char *out) {
+  pid_t pid = fork();
+  if (pid < 0)
+    die("fork");
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (freopen(out, "w", stdout) == NULL || dup2(1, 2) < 0)
+      _exit(126);
+    char *argv[16] = {(char *)exe};
+    for (int i = 0; args[i] != NULL && i < 14; i++)
+      argv[i + 1] = (char *)args[i];
+    execv(exe, argv);
+    _exit(127);
+  }
+  return wait_exit(pid);
+}
+
+/* Whether file `path` holds `text`; the file is left in file_text. */
+static char file_text[8192];
+static int file_has(const char *path, const char *text) {
+  char *buf = file_text;
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    die("cannot read a runner's output");
+  size_t n = fread(buf, 1, sizeof(file_text) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return strstr(buf, text) != NULL;
+}
+
+/*
+ * A password in --pool never appears in what the runner writes, whatever
+ * goes wrong: the server refuses it, the socket is not there, the URL is
+ * refused (a password holding '/' too), an option is misspelt. The user
+ * name and the path are still named, so that the message says which pool.
+ */
+static void test_the_runner_never_shows_a_password(const char *exe,
+                                                   const char *jobs) {
+  char ok[16];
+  cqr_str(&srv, ok, sizeof(ok), "ACL", "SETUSER", "cronoq", "on", ">rightpw",
+          "~*", "&*", "+@all", NULL);
+  if (strcmp(ok, "OK") != 0)
+    die("ACL SETUSER cronoq");
+  char wrong[400], nobody[400], pool_eq[420], out[300];
+  snprintf(wrong, sizeof(wrong), "unix://cronoq:WRONGPW@%s", srv.sock);
+  snprintf(nobody, sizeof(nobody), "unix://cronoq:WRONGPW@%s/nobody.sock", dir);
+  snprintf(pool_eq, sizeof(pool_eq), "--pol=%s", wrong);
+  snprintf(out, sizeof(out), "%s/runner-pw.out", dir);
+  const struct {
+    const char *url, *names;
+    int misspelt;
+  } cases[] = {
+      {wrong, srv.sock, 0},
+      {nobody, "nobody.sock", 0},
+      {"unix://cronoq:WRONGPW@relative.sock", "relative.sock", 0},
+      {"redis://cronoq:WRO/NGPW@127.0.0.1:1", "127.0.0.1:1", 0},
+      {pool_eq, NULL, 1},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const char *args[] = {"--pool",        cases[i].url, "--namespace",
+                          "demo",          "--summary",  "none",
+                          "--no-progress", jobs,         NULL};
+    const char *misspelt[] = {cases[i].url, jobs, NULL};
+    if (run_into(exe, cases[i].misspelt ? misspelt : args, out) != 2)
+      die("a runner given a bad --pool did not stop with exit 2");
+    if (file_has(out, "NGPW")) {
+      printf("%s", file_text);
+      die("the runner showed the password");
+    }
+    if (cases[i].names != NULL &&
+        (!file_has(out, "cronoq:***@") || !file_has(out, cases[i].names))) {
+      printf("%s", file_text);
+      die("the runner's message does not name the user and the path");
+    }
+  }
+  printf("ok: no password in the runner's messages\n");
+}
+
 struct ev {
   long long t;
   int start;
@@ -134,6 +214,8 @@ int main(int argc, char **argv) {
     die("the conflicting runner's message does not name both capacities");
   }
 
+  test_the_runner_never_shows_a_password(argv[1], jobs_a);
+
   FILE *f = fopen(log_path, "r");
   if (f == NULL)
     die("no job log");
@@ -171,6 +253,7 @@ int main(int argc, char **argv) {
   /* The namespace: every licence back, and never more than 2 out. */
   cq_pool *p;
   cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+  o.fleet_flags = CQ_FLEET_NEW_NAMESPACE; /* tests: a server of their own */
   o.host = "check";
   if (cq_fleet_open(&p, srv.url, "demo", &o) != 0)
     die(cq_fleet_error());

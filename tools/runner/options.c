@@ -196,6 +196,14 @@ static void print_help(void) {
   fputs(usage_tail, stdout);
 }
 
+/* The option that argv word `arg` names, as written, without a value it
+ * carries: a value may be a secret (the password in a --pool URL). */
+static const char *opt_word(const char *arg, char *buf, size_t len) {
+  size_t n = arg[1] == '-' ? strcspn(arg, "=") : 2;
+  snprintf(buf, len, "%.*s", (int)n, arg);
+  return buf;
+}
+
 static int usage_error(const char *fmt, const char *arg) {
   fputs("cronoq-run: ", stderr);
   fprintf(stderr, fmt, arg);
@@ -565,10 +573,13 @@ int options_parse(int argc, char **argv, struct options *o) {
       break; /* the input starts */
     const char *value;
     const struct opt_def *d = find_opt(arg, &value);
+    char word[64];
     if (d == NULL)
-      return usage_error("unknown option '%s'", arg);
+      return usage_error("unknown option '%s'",
+                         opt_word(arg, word, sizeof(word)));
     if (d->arg == NULL && value != NULL)
-      return usage_error("option '%s' takes no value", arg);
+      return usage_error("option '%s' takes no value",
+                         opt_word(arg, word, sizeof(word)));
     if (d->arg != NULL && value == NULL) {
       if (i + 1 >= argc)
         return usage_error("option '%s' needs a value", arg);

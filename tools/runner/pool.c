@@ -48,11 +48,12 @@ static int pool_make(struct runner *r, const struct options *o) {
 #ifdef CRONOQ_RUN_FLEET
     const char *ns = o->pool_ns != NULL ? o->pool_ns : "cronoq-run";
     int rc = cq_fleet_open(&r->pool, o->pool_url, ns, NULL);
-    if (rc != 0) {
-      fprintf(stderr, "cronoq-run: --pool %s: %s\n", o->pool_url,
-              cq_fleet_error()[0] != '\0' ? cq_fleet_error() : cq_strerror(rc));
-      return 2;
-    }
+    /* The URL as given may hold a password: it is never written. The
+     * library's message names the URL with the password hidden. */
+    if (rc != 0)
+      return pool_error("--pool", cq_fleet_error()[0] != '\0'
+                                      ? cq_fleet_error()
+                                      : cq_strerror(rc));
     return 0;
 #else
     return pool_error("--pool", "this cronoq-run was built without fleet "

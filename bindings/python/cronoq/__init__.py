@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from . import _lib
 from ._errors import (
+    AccessDenied,
     Busy,
     Cancelled,
     Closed,
@@ -51,6 +52,7 @@ from ._errors import (
 from ._pool import (
     AsyncAcquire,
     DeviceStats,
+    FleetStats,
     GpuList,
     Grant,
     Pool,
@@ -59,6 +61,9 @@ from ._pool import (
     ResourceStats,
     WaitStats,
     detect_gpus,
+    fleet_acl,
+    fleet_library,
+    fleet_load,
 )
 
 __version__ = "0.1.0"
@@ -69,10 +74,11 @@ library_path: str = _lib.path
 library_version: str = _lib.version
 
 __all__ = [
-    "AsyncAcquire", "Busy", "Cancelled", "Closed", "CronoqError", "DeviceStats",
-    "GpuList", "Grant", "InUse", "InvalidArgument", "InvalidState", "NameInUse",
-    "NeverFits", "NotSupported", "OutOfMemory", "OutOfRange", "ParseError",
-    "Pool", "PoolStats", "Request", "ResourceStats", "SystemCallFailed",
-    "Timeout", "TooMany", "Unavailable", "UnknownResource", "WaitStats", "WrongPool",
-    "detect_gpus", "library_path", "library_version",
+    "AccessDenied", "AsyncAcquire", "Busy", "Cancelled", "Closed", "CronoqError",
+    "DeviceStats", "FleetStats", "GpuList", "Grant", "InUse", "InvalidArgument",
+    "InvalidState", "NameInUse", "NeverFits", "NotSupported", "OutOfMemory",
+    "OutOfRange", "ParseError", "Pool", "PoolStats", "Request", "ResourceStats",
+    "SystemCallFailed", "Timeout", "TooMany", "Unavailable", "UnknownResource",
+    "WaitStats", "WrongPool", "detect_gpus", "fleet_acl", "fleet_library",
+    "fleet_load", "library_path", "library_version",
 ]

@@ -61,7 +61,9 @@ class OutOfMemory(CronoqError, MemoryError):
 
 
 class Busy(CronoqError):
-    """Resources are busy: the request would have to wait (try only)."""
+    """Resources are busy: the request would have to wait (try only). On a
+    fleet pool also while its namespace is quarantined (just created by the
+    server: see Pool.connect()), the message saying how long is left."""
 
     code = -3
 
@@ -149,10 +151,18 @@ class ParseError(CronoqError, ValueError):
 
 
 class Unavailable(CronoqError, ConnectionError):
-    """A fleet pool's server cannot be reached, or cannot grant now (its
-    namespace is quarantined after the server lost its state)."""
+    """A fleet pool's server cannot be reached, or the session was lost
+    while the call was under way; nothing was granted. (A namespace
+    quarantined after the server lost its state answers Busy.)"""
 
     code = -17
+
+
+class AccessDenied(CronoqError, PermissionError):
+    """A fleet pool's server refused this user (a wrong or missing password)
+    or a permission (an ACL that does not allow a command or a key)."""
+
+    code = -18
 
 
 class NotSupported(CronoqError):
@@ -168,7 +178,7 @@ for _cls in (
     InvalidArgument, OutOfMemory, Busy, Timeout, Cancelled, Closed,
     NeverFits, UnknownResource, NameInUse, InUse, InvalidState,
     WrongPool, OutOfRange, TooMany, SystemCallFailed, ParseError,
-    Unavailable,
+    Unavailable, AccessDenied,
 ):
     assert _cls.code is not None
     BY_CODE[_cls.code] = _cls

@@ -176,7 +176,7 @@ ReqStorage = c_uint64 * (req_size // 8)
 GrantStorage = c_uint64 * (grant_size // 8)
 
 # ---------------------------------------------------------------------------
-# Structs that cross the ABI. tests/test_layout.py compares each size and
+# Structs that cross the ABI. tests/test_loading.py compares each size and
 # offset with what the C compiler says (the probe program).
 # ---------------------------------------------------------------------------
 
@@ -305,12 +305,34 @@ class FleetOpts(Structure):
         ("script_steps", c_uint32),
         ("username", c_char_p),
         ("password", c_char_p),
-        ("reserved_", c_uint64 * 8),
+        ("max_ttl_ms", c_int64),
+        ("reserved_", c_uint64 * 7),
+    ]
+
+
+class FleetStats(Structure):
+    _fields_ = [
+        ("sessions", c_uint64),
+        ("leases_lost", c_uint64),
+        ("state_losses", c_uint64),
+        ("rollbacks", c_uint64),
+        ("reconnects", c_uint64),
+        ("unavailable", c_uint64),
+        ("deferred", c_uint64),
+        ("reconciled", c_uint64),
+        ("max_fence", c_uint64),
+        ("quarantine_ms", c_int64),
+        ("lost_deadline_ms", c_int64),
+        ("settings_unchecked", c_uint64),
+        ("reserved_", c_uint64 * 4),
     ]
 
 
 FLEET_AUDIT = 1 << 0  # CQ_FLEET_AUDIT
 FLEET_ASYNC_RELEASE = 1 << 1  # CQ_FLEET_ASYNC_RELEASE
+FLEET_NEW_NAMESPACE = 1 << 2  # CQ_FLEET_NEW_NAMESPACE
+FLEET_LOAD_REPLACE = 1 << 0  # CQ_FLEET_LOAD_REPLACE (cq_fleet_load()'s flags)
+FLEET_ACL_MAX = 512  # what cq_fleet_acl() says is enough
 
 
 # Callback types. The grant callback is one module-level trampoline (see
@@ -458,7 +480,12 @@ _FLEET_PROTOTYPES = [
     ("cq_fleet_is_fleet", c_int, [_P]),
     ("cq_fleet_host", c_char_p, [_P]),
     ("cq_fleet_grant_fence", c_int, [_P, POINTER(c_uint64)]),
+    ("cq_fleet_stats_get", c_int, [_P, POINTER(FleetStats)]),
     ("cq_fleet_error", c_char_p, []),
+    # the operator's step: connects to the server
+    ("cq_fleet_load", c_int, [c_char_p, POINTER(FleetOpts), c_uint]),
+    ("cq_fleet_library", c_char_p, []),
+    ("cq_fleet_acl", c_int, [c_char_p, c_char_p, c_size_t]),
 ]
 _fleet: Any = None
 #: The fleet library's file once loaded (absolute where the loader can

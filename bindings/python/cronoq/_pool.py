@@ -86,6 +86,8 @@ _EINUSE = -10
 _ESTATE = -11
 _ERANGE = -13
 _EPARSE = -16
+_EUNAVAILABLE = -17
+_EACCES = -18
 
 _main_ident = threading.main_thread().ident
 
@@ -110,12 +112,15 @@ def _fail(rc: int, context: str) -> CronoqError:
     return error(rc, "%s: %s" % (context, _lib.strerror(rc)))
 
 
-def _bytes(text: str, what: str) -> bytes:
+def _bytes(text: str, what: str, shown: Optional[str] = None) -> bytes:
+    """`text` for C; `shown` is what a message says of it (a URL without its
+    password, "***" for a password)."""
     if not isinstance(text, str):
         raise TypeError("%s must be a str, not %s" % (what, type(text).__name__))
     b = text.encode()
     if b"\0" in b:  # a C string would silently end there
-        raise InvalidArgument(_EINVAL, "%s %r contains a NUL character" % (what, text))
+        raise InvalidArgument(_EINVAL, "%s %r contains a NUL character"
+                              % (what, text if shown is None else shown))
     return b
 
 
@@ -188,15 +193,118 @@ def _detect_opts(nvidia_smi: Optional[str], timeout: Optional[float]) -> Optiona
 
 
 def _shown_url(url: str) -> str:
-    """`url` with its password, if it has one, as "***": for messages."""
+    """`url` with its password, if it has one, as "***": for messages. The
+    userinfo ends where libcronoq_fleet's URL parser ends it (url.c): a
+    password may hold '@' and '/', so at the last '@' of a redis:// URL,
+    and of a unix:// URL that does not start with its path at the last '@'
+    followed by '/' (else its last '@')."""
     scheme, sep, rest = url.partition("://")
-    slash = rest.find("/")
-    at = rest.rfind("@", 0, slash if slash >= 0 else len(rest))
+    at = rest.rfind("@")
+    if scheme == "unix":
+        before_path = rest.rfind("@/")
+        at = -1 if rest.startswith("/") else before_path if before_path >= 0 else at
     user, colon, _ = rest[:max(at, 0)].partition(":")
     if not sep or at < 0 or (not colon and not user):
         return url
     # "user:password@" or "password@" (a lone word is the password)
     return "%s://%s@%s" % (scheme, user + ":***" if colon else "***", rest[at + 1:])
+
+
+def _set_strings(opts: "_lib.FleetOpts", **values: Optional[str]) -> List[bytes]:
+    """Set the string fields of cq_fleet_opts that are not None; returns
+    the bytes, which the caller keeps alive until the call returns."""
+    keep = []
+    for field, value in values.items():
+        if value is not None:
+            keep.append(_bytes(value, field, "***" if field == "password" else None))
+            setattr(opts, field, keep[-1])
+    return keep
+
+
+def _set_times(opts: "_lib.FleetOpts", **seconds_of: Optional[float]) -> None:
+    """Set the millisecond fields of cq_fleet_opts (field_ms=seconds) that
+    are not None."""
+    for field, time_s in seconds_of.items():
+        seconds = _seconds(time_s, field[:-3])
+        if seconds is not None:
+            # 0 would mean "the default": the shortest time is 1 ms.
+            setattr(opts, field, max(1, math.ceil(seconds * 1000)))
+
+
+def _fleet_library(context: str) -> Any:
+    """The fleet library's functions, or NotSupported saying what was tried."""
+    try:
+        return _lib.fleet()
+    except _lib.FleetMissing as e:
+        raise NotSupported(detail="%s: %s" % (context, e)) from None
+
+
+def fleet_library() -> str:
+    """The name of this library's functions on a Redis server,
+    ``cronoq_<version>`` (cq_fleet_library()): what an operator finds in
+    ``FUNCTION LIST``. Raises NotSupported without libcronoq_fleet."""
+    return _fleet_library("fleet_library()").cq_fleet_library().decode()
+
+
+def fleet_load(
+    url: str,
+    replace: bool = False,
+    *,
+    username: Optional[str] = None,
+    password: Optional[str] = None,
+    timeout: Optional[float] = None,
+) -> str:
+    """The operator's step (cq_fleet_load(), as ``cronoq load URL``): connect
+    to the Redis server at `url` as an operator's user and load this
+    library's functions, which every fleet pool then runs. Once per
+    server, and again after it lost its functions (a restart without
+    persistence, FUNCTION FLUSH); application users need no right to load
+    code. `replace` loads over a library of the same name whose code is
+    not this library's. It also checks the server's maxmemory-policy.
+    `username`, `password` (when the URL has none) and `timeout` (seconds,
+    5 by default) are as for Pool.connect(). The GIL is released.
+
+    Returns the library's message, saying what it did ("loaded", or
+    already there). Raises NameInUse (a library of this name with other
+    code is there: load again with replace=True), AccessDenied (the server
+    refused the user, or its FUNCTION LOAD), InvalidArgument (a bad URL,
+    or a maxmemory-policy that evicts), Unavailable (not reached) or
+    NotSupported (no libcronoq_fleet); each message names the URL, its
+    password hidden.
+    """
+    url_b = _bytes(url, "url", _shown_url(url) if isinstance(url, str) else None)
+    shown = _shown_url(url)
+    fleet = _fleet_library("fleet_load(%r)" % shown)
+    opts = _lib.FleetOpts()
+    keep = _set_strings(opts, username=username, password=password)
+    _set_times(opts, timeout_ms=timeout)
+    flags = _lib.FLEET_LOAD_REPLACE if replace else 0
+    rc = fleet.cq_fleet_load(url_b, ctypes.byref(opts), flags)
+    del keep  # alive until the call returned
+    detail = fleet.cq_fleet_error().decode().replace(url, shown)
+    if rc != 0:
+        raise error(rc, "fleet_load(%r): %s" % (shown, detail or _lib.strerror(rc)))
+    return detail
+
+
+def fleet_acl(namespace: str) -> str:
+    """The ACL rules a Redis user of fleet namespace `namespace` needs, and
+    nothing more (cq_fleet_acl(), as ``cronoq acl``): for ``ACL SETUSER
+    <user> on ><password> <rules>``; a database other than 0 needs
+    ``+select`` too. Raises InvalidArgument for a bad namespace and
+    NotSupported without libcronoq_fleet."""
+    ns_b = _bytes(namespace, "namespace")
+    fleet = _fleet_library("fleet_acl(%r)" % namespace)
+    size = _lib.FLEET_ACL_MAX
+    while True:
+        buf = ctypes.create_string_buffer(size)
+        rc = fleet.cq_fleet_acl(ns_b, buf, size)
+        if rc == 0:
+            return buf.value.decode()
+        if rc == _ERANGE and size < 65536:
+            size *= 4
+            continue
+        raise _fail(rc, "fleet_acl(%r)" % namespace)
 
 
 def _no_device(name: str, index: int) -> CronoqError:
@@ -229,6 +337,29 @@ class PoolStats:
     backfilled: int  #: grants made by backfill, ever
     late_heads: int  #: oldest waiters granted after their shadow time, ever
     converted: int  #: blocking acquires that outwaited the barging window
+
+
+@dataclass(frozen=True)
+class FleetStats:
+    """What this process's fleet pool met (cq_fleet_stats), for monitoring
+    its failures; no round trip. The counters are also in metrics(), as
+    cronoq_fleet_<name>_total."""
+
+    sessions: int  #: sessions opened: 1, and one more per loss
+    leases_lost: int  #: leases this process lost (its grants then hold nothing)
+    state_losses: int  #: times the namespace was found recreated by the server
+    rollbacks: int  #: failovers detected (a lease missing, a counter behind)
+    reconnects: int  #: connections made again after one broke
+    unavailable: int  #: calls that failed with Unavailable
+    deferred: int  #: releases applied later by a heartbeat
+    reconciled: int  #: leases and waiters of lost replies, ended by a heartbeat
+    max_fence: int  #: the highest fencing token this process saw
+    quarantine_ms: int  #: the namespace's quarantine left, as last seen
+    lost_deadline_ms: int  #: the local deadline of the last session lost; 0 if none
+    #: True when the server's maxmemory-policy could not be read at open
+    #: (the user's ACL allows neither CONFIG GET nor INFO): an operator
+    #: checks it (``cronoq load`` does)
+    settings_unchecked: bool
 
 
 @dataclass(frozen=True)
@@ -556,6 +687,10 @@ _HELD = 1  # Grant._tok: units held
 _IDLE_TOKEN = [_IDLE]
 _HELD_TOKEN = [_HELD]
 _DETAILED = (_ENEVER, _ENOENT)  # outcomes whose detail the grant holds
+# A fleet pool's grant also explains a try refused by a quarantine (Busy,
+# with the time left) and the server's failures; its message is cleared at
+# the start of every attempt, so it is never an earlier attempt's.
+_DETAILED_FLEET = _DETAILED + (_EBUSY, _EUNAVAILABLE, _EACCES)
 
 
 def _in_use() -> InvalidState:
@@ -652,9 +787,11 @@ class Grant:
         raise self._end_failed(rc)
 
     def _end_failed(self, rc: int) -> CronoqError:
-        # The library writes the grant's message for these two outcomes
-        # only; after any other it may still hold an earlier attempt's.
-        detail = api.cq_grant_error(self._g).decode() if rc in _DETAILED else ""
+        # An in-process pool writes the grant's message for two outcomes
+        # only, and after any other it may still hold an earlier attempt's;
+        # a fleet pool's (cleared as each attempt starts) for more.
+        detailed = _DETAILED if self._pool._fleet is None else _DETAILED_FLEET
+        detail = api.cq_grant_error(self._g).decode() if rc in detailed else ""
         self._tok.append(_IDLE)
         return error(rc, detail)
 
@@ -853,8 +990,11 @@ class Grant:
     def fencing_token(self) -> Optional[int]:
         """The fencing token of a held grant of a fleet pool
         (cq_fleet_grant_fence()): a number that grows with every grant in
-        the namespace, for a downstream system to refuse a holder older
-        than the last one it saw. None on an in-process pool, which needs
+        the namespace, across losses of the server's state too, for a
+        downstream system to refuse a holder older than the last one it
+        saw. It is large (the namespace's counter starts from the server's
+        clock in microseconds) and below 2**53, so that it is exact in a
+        float or a JSON number too. None on an in-process pool, which needs
         none; InvalidState on a fleet pool's grant that holds nothing."""
         return self._pool._fencing_token(self)
 
@@ -1007,6 +1147,8 @@ class Pool:
         timeout: Optional[float] = None,
         username: Optional[str] = None,
         password: Optional[str] = None,
+        max_ttl: Optional[float] = None,
+        new_namespace: bool = False,
         staged_claims: bool = False,
         audit: bool = False,
         async_release: bool = False,
@@ -1020,7 +1162,7 @@ class Pool:
         matches the namespace's is accepted, a conflicting one raises
         NameInUse naming both values. Device pools are this host's
         (``gpu``); another host's is named in full (``gpu@hostB``). Grants
-        carry a fencing_token.
+        carry a fencing_token; fleet_stats() says what the pool met.
 
         Options (None: the library's default): `host`, this host's name in
         device pool names ($CRONOQ_HOST, else the host name up to its first
@@ -1028,42 +1170,51 @@ class Pool:
         process that stopped loses what it held; `heartbeat`, seconds
         between heartbeats (3, at most a third of the TTL); `timeout`,
         seconds for one call to reach the server (5); `username` and
-        `password` for AUTH when the URL has none; `staged_claims`, the
-        namespace's claims option (must match it); `audit`, an audit log in
-        the namespace (for tests and operators); `async_release`, releases
-        that do not wait for the server's reply while this process has no
-        waiter (a round trip less per grant; a process told of the release
-        at once may still find the units held).
+        `password` for AUTH when the URL has none; `max_ttl`, the
+        namespace's longest TTL in seconds (10), the same in every process
+        of the namespace and at least `ttl`; `new_namespace`, that no
+        process ever held in this namespace on this server (see below);
+        `staged_claims`, the namespace's claims option (must match it);
+        `audit`, an audit log in the namespace (for tests and operators);
+        `async_release`, releases that do not wait for the server's reply
+        while this process has no waiter (a round trip less per grant; a
+        process told of the release at once may still find the units
+        held).
+
+        A namespace the server has to create (the first time, or again
+        after it lost its state: a restart without persistence, a flush)
+        is quarantined for its longest TTL, so that every holder of a lost
+        state has passed its deadline first: meanwhile try_acquire()
+        raises Busy, its message saying how long is left, and acquires
+        wait and are granted in arrival order as it ends. With
+        ``new_namespace=True`` a namespace this call creates grants at
+        once: for tests and for a namespace named afresh for each
+        deployment, never for a program that may be restarted against a
+        server that lost its state. It is ignored where the namespace
+        exists.
 
         Raises NotSupported when libcronoq_fleet cannot be loaded (see
         cronoq._lib for where it is looked for), InvalidArgument for a bad
-        URL, namespace or option, and SystemCallFailed (or, with a newer
-        library, the class of its "unavailable" code) when the server
-        cannot be reached; each message names the URL, its password
-        hidden. The GIL is released during every call on a fleet pool.
+        URL, namespace or option (a `max_ttl` other than the namespace's,
+        or a `ttl` longer than it, the message naming both values; a
+        server whose maxmemory-policy evicts), Unavailable when the server
+        cannot be reached, and AccessDenied when it refuses the user, its
+        password or a permission, or runs functions that are not this
+        library's (see fleet_load()); each message names the URL, its
+        password hidden, and no message shows the `password` option. The
+        GIL is released during every call on a fleet pool.
         """
-        url_b = _bytes(url, "url")
+        url_b = _bytes(url, "url", _shown_url(url) if isinstance(url, str) else None)
         ns_b = _bytes(namespace, "namespace")
-        try:
-            fleet = _lib.fleet()
-        except _lib.FleetMissing as e:
-            raise NotSupported(detail="Pool.connect(%r, %r): %s"
-                               % (_shown_url(url), namespace, e)) from None
+        fleet = _fleet_library("Pool.connect(%r, %r)" % (_shown_url(url), namespace))
         opts = _lib.FleetOpts()
         opts.flags = _lib.POOL_STAGED_CLAIMS if staged_claims else 0
         opts.fleet_flags = ((_lib.FLEET_AUDIT if audit else 0)
-                            | (_lib.FLEET_ASYNC_RELEASE if async_release else 0))
-        keep = []  # the option strings, alive until the call returns
-        for field, value in (("host", host), ("username", username), ("password", password)):
-            if value is not None:
-                keep.append(_bytes(value, field))
-                setattr(opts, field, keep[-1])
-        for field, time_s in (("ttl_ms", ttl), ("heartbeat_ms", heartbeat),
-                              ("timeout_ms", timeout)):
-            seconds = _seconds(time_s, field[:-3])
-            if seconds is not None:
-                # 0 would mean "the default": the shortest time is 1 ms.
-                setattr(opts, field, max(1, math.ceil(seconds * 1000)))
+                            | (_lib.FLEET_ASYNC_RELEASE if async_release else 0)
+                            | (_lib.FLEET_NEW_NAMESPACE if new_namespace else 0))
+        keep = _set_strings(opts, host=host, username=username, password=password)
+        _set_times(opts, ttl_ms=ttl, heartbeat_ms=heartbeat, timeout_ms=timeout,
+                   max_ttl_ms=max_ttl)
         pool = cls.__new__(cls)
         pool._setup(_lib.api_nogil, fleet)
         h = ctypes.c_void_p()
@@ -1073,6 +1224,7 @@ class Pool:
             shown = _shown_url(url)
             raise error(rc, "Pool.connect(%r, %r): %s"
                         % (shown, namespace, detail.replace(url, shown)))
+        del keep  # alive until the call returned
         pool._h = h
         return pool
 
@@ -1088,6 +1240,24 @@ class Pool:
         if self._fleet is None:
             return None
         return self._fleet.cq_fleet_host(self._h).decode()
+
+    def fleet_stats(self) -> Optional[FleetStats]:
+        """What this process's fleet pool met (cq_fleet_stats_get(): sessions
+        lost, reconnects, the quarantine left, whether the server's settings
+        could be checked, ...), without a round trip; None for an in-process
+        pool."""
+        if self._fleet is None:
+            return None
+        s = _lib.FleetStats()
+        rc = self._fleet.cq_fleet_stats_get(self._h, ctypes.byref(s))
+        if rc != 0:
+            raise _fail(rc, "fleet_stats")
+        return FleetStats(
+            sessions=s.sessions, leases_lost=s.leases_lost, state_losses=s.state_losses,
+            rollbacks=s.rollbacks, reconnects=s.reconnects, unavailable=s.unavailable,
+            deferred=s.deferred, reconciled=s.reconciled, max_fence=s.max_fence,
+            quarantine_ms=s.quarantine_ms, lost_deadline_ms=s.lost_deadline_ms,
+            settings_unchecked=bool(s.settings_unchecked))
 
     def _fencing_token(self, grant: Grant) -> Optional[int]:
         if self._fleet is None:

@@ -21,7 +21,7 @@ def library_codes():
 
 def test_every_library_error_code_has_its_exception_class():
     codes = library_codes()
-    assert len(codes) == 17
+    assert len(codes) == 18
     assert sorted(_errors.BY_CODE) == sorted(codes)
     for code in codes:
         exc = _errors.error(code, "")
@@ -51,6 +51,21 @@ def test_errors_derive_from_the_builtin_that_means_the_same():
     assert issubclass(cronoq.ParseError, ValueError)
     assert issubclass(cronoq.OutOfMemory, MemoryError)
     assert issubclass(cronoq.UnknownResource, LookupError)
+    assert issubclass(cronoq.Unavailable, ConnectionError)
+    assert issubclass(cronoq.AccessDenied, PermissionError)
+
+
+def test_a_refused_user_or_permission_is_access_denied():
+    """CQ_EACCES (-18): a fleet pool's server refused the credentials or a
+    permission; its class is exported, raised for the code, and named."""
+    exc = _errors.error(-18, "fleet pool ns: the server refused user cronoq")
+    assert type(exc) is cronoq.AccessDenied
+    assert exc.code == cronoq.AccessDenied.code == -18
+    assert exc.name == "EACCES"
+    assert str(exc) == "fleet pool ns: the server refused user cronoq (CQ_EACCES)"
+    assert "AccessDenied" in cronoq.__all__
+    back = pickle.loads(pickle.dumps(exc))
+    assert type(back) is cronoq.AccessDenied and str(back) == str(exc)
 
 
 def test_errors_survive_pickling_for_multiprocessing():

@@ -101,7 +101,14 @@ int main(void) {
   FIELD(cq_fleet_opts, script_steps);
   FIELD(cq_fleet_opts, username);
   FIELD(cq_fleet_opts, password);
+  FIELD(cq_fleet_opts, max_ttl_ms);
   FIELD(cq_fleet_opts, reserved_);
+  SIZE(cq_fleet_stats);
+  FIELD(cq_fleet_stats, max_fence);
+  FIELD(cq_fleet_stats, quarantine_ms);
+  FIELD(cq_fleet_stats, lost_deadline_ms);
+  FIELD(cq_fleet_stats, settings_unchecked);
+  FIELD(cq_fleet_stats, reserved_);
   printf("];\n");
   return 0;
 }

@@ -6,6 +6,8 @@
 local status = tonumber(ARGV[ARG0 + 1])
 local s = start()
 if s then return s end
+s = session_guard()
+if s then return s end
 local W = waiting()
 local results = {}
 for i = ARG0 + 2, #ARGV do

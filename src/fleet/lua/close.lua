@@ -3,6 +3,8 @@
 -- granted.
 local s = start()
 if s then return s end
+s = session_guard()
+if s then return s end
 local W = waiting()
 local list = {}
 for _, wid in ipairs(call('SMEMBERS', P .. 'w:' .. SID)) do

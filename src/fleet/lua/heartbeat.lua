@@ -8,15 +8,18 @@
 -- highest fencing token the caller saw.
 -- Values: more to reap (0/1), the inbox's first entry's number, the
 -- fencing counter (before this call raised it to the caller's), the
--- namespace's epoch, the number of leases and their ids, the number of
--- waiters and their ids, then the inbox's entries.
+-- namespace's epoch, the quarantine left (ms), the number of leases and
+-- their ids, the number of waiters and their ids, then the inbox's
+-- entries.
 local ack, extend, reap = tonumber(ARGV[ARG0 + 1]), ARGV[ARG0 + 2] == '1',
   ARGV[ARG0 + 3] == '1'
 local floor = tonumber(ARGV[ARG0 + 4] or '0')
 local s = start()
 if s then return s end
-local sess = call('HMGET', P .. 's:' .. SID, 'ttl', 'ih')
-if not sess[1] or not session_alive() then return finish(NOSESSION) end
+local sess = call('HMGET', P .. 's:' .. SID, 'ttl', 'ih', 'k')
+local own = session_of(SID, SECRET, sess[3] or false)
+if own == 0 or not sess[1] then return finish(NOSESSION) end
+if own < 0 then return finish(EACCES, FORGED) end
 if extend then
   call('ZADD', P .. 'S', 'XX', now_ms() + tonumber(sess[1]), SID)
 end
@@ -43,7 +46,7 @@ if reap then
   sweep()
 end
 local out = {more, fmt(head), fmt(fence),
-             call('HGET', P .. 'meta', 'epoch') or ''}
+             call('HGET', P .. 'meta', 'epoch') or '', fmt(quarantine_left())}
 local leases = call('HKEYS', P .. 'L:' .. SID)
 out[#out + 1] = fmt(#leases)
 for i = 1, #leases do out[#out + 1] = leases[i] end

@@ -7,6 +7,8 @@ local id, part, kind, name = ARGV[ARG0 + 1], tonumber(ARGV[ARG0 + 2]),
   ARGV[ARG0 + 3], ARGV[ARG0 + 4]
 local s = start()
 if s then return s end
+s = session_guard()
+if s then return s end
 local rec = call('HGET', P .. 'L:' .. SID, id)
 if not rec then return finish(UNKNOWN) end
 local l = decode_lease(rec)

@@ -34,11 +34,11 @@
 -- - A script checks everything before it writes, so that a refusal
 --   changes nothing (scripts have no rollback).
 
--- Per call (set by begin(), below): the key prefix, the calling session,
--- the script's share of work, whether this is a retry, the caller's host
--- (for names without one) and the arguments.
-local P, SID, STEPS, RETRY, HOST, ARGS
-local ARG0 = 4 -- the operation's own arguments start after this
+-- Per call (set by begin(), below): the key prefix, the calling session
+-- and its secret, the script's share of work, whether this is a retry, the
+-- caller's host (for names without one) and the arguments.
+local P, SID, SECRET, STEPS, RETRY, HOST, ARGS
+local ARG0 = 5 -- the operation's own arguments start after this
 
 local call -- redis.call, which a library may take only once it runs
 local BUDGET, DEVICES, CLASS = 1, 2, 3
@@ -51,7 +51,8 @@ local OK, WAITING, OWED, NOSESSION, NONS, UNKNOWN, GRANTED = 0, 1, 2, 3, 4,
   5, 6
 local QUARANTINE = 8 -- the namespace grants nothing yet (value: ms left)
 local EINVAL, EBUSY, ETIMEDOUT, ECANCELED, ECLOSED, ENEVER, ENOENT, EEXIST,
-  EINUSE, ESTATE, ERANGE = -1, -3, -4, -5, -6, -7, -8, -9, -10, -11, -13
+  EINUSE, ESTATE, ERANGE, EACCES = -1, -3, -4, -5, -6, -7, -8, -9, -10, -11,
+  -13, -18
 
 local steps
 local function rc(...)
@@ -354,6 +355,8 @@ local function offer(r, seq)
 end
 
 local function covered(seq, it)
+  -- A quarantined namespace grants nothing: every arrival waits.
+  if META[5] ~= '0' then return false end
   local r = res(it.name)
   if r.k == DEVICES then
     local d = devs(r)
@@ -1117,8 +1120,11 @@ local function finish(status, ...)
     rc('HSET', P .. 'meta', 'head', META[1] .. ' ' .. META[2] .. ' ' ..
       (owed and '1' or '0') .. ' ' .. META[4] .. ' ' .. META[5])
   end
+  -- After the writes, so a refusal here (an ACL without PUBLISH on the
+  -- channel) must not fail the call that made them: the wake-up is a hint,
+  -- and the outcome waits in the session's inbox for its next heartbeat.
   for sid, list in pairs(PUB) do
-    call('PUBLISH', P .. 'ch:' .. sid, table.concat(list, '\n'))
+    redis.pcall('PUBLISH', P .. 'ch:' .. sid, table.concat(list, '\n'))
   end
   local reply = {status, owed and 1 or 0}
   local extra = {...}
@@ -1128,30 +1134,104 @@ local function finish(status, ...)
   return reply
 end
 
--- The checks every operation starts with: the namespace exists with this
--- schema, and the work owed is done. Returns a reply to give at once, or
--- nil to go on.
-local function start()
-  if META[1] == nil or META[1] == false then return {NONS, 0, 0} end
-  if META[1] ~= SCHEMA then return {NONS, 0, 0} end
-  if not settle() then return finish(OWED) end
-  return nil
-end
-
--- A session is alive while its record is there: open writes it with the
--- session's entry in P.."S", and end_session() deletes the two together
--- (fsck checks that they agree). EXISTS is the cheapest of the two checks.
-local function session_alive()
-  return call('EXISTS', P .. 's:' .. SID) == 1
-end
-
--- The time left of the namespace's quarantine (it was created again after
--- the server lost its state, and grants nothing for one TTL, so that every
--- holder of the old state has passed its local deadline), or 0.
+-- The time left of the namespace's quarantine, or 0. Every namespace is
+-- created quarantined for its longest TTL (open.lua), unless its creator
+-- says it is new: a process of an earlier state the server lost may still
+-- hold, until its own deadline, and nothing is granted before every such
+-- deadline has passed. Arrivals meanwhile wait (covered() is false).
 local function quarantine_left()
   local q = tonumber(META[5] or '0') or 0
   if q == 0 or q <= now_ms() then return 0 end
   return q - now_ms()
+end
+
+-- The quarantine is over: the head says so from now on (a new table: the
+-- parsed heads are shared, never written), and every waiter that arrived
+-- meanwhile is examined by the sweep, oldest first.
+local LIFTED -- per call: whether this call lifted a quarantine
+
+local function lift()
+  LIFTED = true
+  META = {META[1], META[2], META[3], META[4], '0'}
+  call('HSET', P .. 'meta', 'head', table.concat(META, ' '))
+  for _, name in ipairs(call('ZRANGE', P .. 'order', 0, -1)) do
+    local r = res(name)
+    if r ~= nil then mark(r, 0) end
+  end
+end
+
+-- The checks every operation starts with: the namespace exists with this
+-- schema, the work owed is done, and a quarantine that has ended is
+-- lifted. Returns a reply to give at once, or nil to go on.
+local function start()
+  if META[1] == nil or META[1] == false then return {NONS, 0, 0} end
+  if META[1] ~= SCHEMA then return {NONS, 0, 0} end
+  if not settle() then return finish(OWED) end
+  if META[5] ~= '0' and quarantine_left() == 0 then
+    lift()
+    if not sweep() then return finish(OWED) end
+  end
+  return nil
+end
+
+-- --------------------------------------------------------------------------
+-- Sessions and their secrets
+-- --------------------------------------------------------------------------
+
+-- A session's record keeps, in field k, the SHA1 of a secret that only
+-- its process knows, and every call made for the session presents the
+-- secret: another client of the namespace can read a session's id and its
+-- leases' ids, but cannot release, cancel, extend or end them with the
+-- library's own calls. (It can still write the keys themselves: a
+-- namespace is one trust domain, and teams that do not trust each other
+-- get a namespace and a Redis user each.) The library's state outlives a
+-- call, so the digests it made and the sessions it checked are kept: a
+-- quick call makes no more reads for them than a call without secrets.
+-- Scripts begin afresh every time and check in full.
+local DIGEST, NDIGEST = {}, 0 -- secret -> its SHA1 (hex)
+local OWNED, NOWNED = {}, 0   -- session -> the secret found in its record
+local FORGED = 'the call does not carry its session\'s secret'
+
+local function digest(secret)
+  local d = DIGEST[secret]
+  if d then return d end
+  d = redis.sha1hex(secret)
+  if NDIGEST >= 4096 then DIGEST, NDIGEST = {}, 0 end
+  DIGEST[secret], NDIGEST = d, NDIGEST + 1
+  return d
+end
+
+-- Whether session sid's record is there with `secret` (1), is missing (0)
+-- or holds another (-1); the stored digest is k when the caller read it.
+local function session_of(sid, secret, k)
+  if k == nil then k = call('HGET', P .. 's:' .. sid, 'k') end
+  if not k then return 0 end
+  if k ~= digest(secret) then return -1 end
+  if OWNED[sid] ~= secret then
+    if NOWNED >= 4096 then OWNED, NOWNED = {}, 0 end
+    OWNED[sid], NOWNED = secret, NOWNED + 1
+  end
+  return 1
+end
+
+-- The caller's session must be alive and its own: nil to go on, or the
+-- reply. A session is alive while its record is there: open writes it
+-- with the session's entry in P.."S", and end_session() deletes the two
+-- together (fsck checks that they agree).
+local function session_alive()
+  local own = session_of(SID, SECRET)
+  if own > 0 then return nil end
+  if own == 0 then return finish(NOSESSION) end
+  return finish(EACCES, FORGED)
+end
+
+-- For a call on what the caller's session holds or waits for: refused
+-- when the record has another secret. A session that is gone has nothing
+-- left to act on, which the call finds out by itself.
+local function session_guard()
+  if OWNED[SID] == SECRET then return nil end
+  if session_of(SID, SECRET) < 0 then return finish(EACCES, FORGED) end
+  return nil
 end
 
 -- --------------------------------------------------------------------------
@@ -1171,9 +1251,10 @@ end
 -- does not fit, owed work, a quarantine, a retry, a removed resource.
 
 -- After start(), which checked the schema: whether the namespace leaves
--- the call to the quick path (nothing owed, no quarantine, no retry).
+-- the call to the quick path (nothing owed, no quarantine, no retry, and
+-- no quarantine lifted by this call, whose sweep used the per-call tables).
 local function quick_open()
-  return META[3] == '0' and META[5] == '0' and not RETRY
+  return META[3] == '0' and META[5] == '0' and not RETRY and not LIFTED
 end
 
 -- A quick call is done: it left the per-call tables as begin() found them.
@@ -1283,7 +1364,8 @@ end
 local function begin(keys, args)
   call, P, ARGS = redis.call, keys[1], args
   SID, STEPS, RETRY, HOST = args[1], num(args[2]), args[3] == '1', args[4]
-  steps, NOW = 0, nil
+  SECRET = args[5]
+  steps, NOW, LIFTED = 0, nil, false
   local head = call('HGET', P .. 'meta', 'head')
   META = head and HEADS[head]
   if not META then

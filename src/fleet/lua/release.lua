@@ -4,6 +4,8 @@
 local id = ARGV[ARG0 + 1]
 local s = start()
 if s then return s end
+s = session_guard()
+if s then return s end
 local rec = call('HGET', P .. 'L:' .. SID, id)
 if not rec then return finish(UNKNOWN) end
 local quick = quick_release(id, rec)

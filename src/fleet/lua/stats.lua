@@ -1,25 +1,52 @@
 -- stats: snapshots, each taken at one moment.
 -- ARGV: what, then its arguments:
 --   p                 the pool: waiting, waited grants
---   r names...        those resources (17 values each, see res_stats())
---   a devices(0/1)    every resource in resource order, and with devices 1
+--   r bounds names... those resources (18 values each, then `bounds` wait
+--                     buckets: see res_stats())
+--   a devices bounds  every resource in resource order, and with devices 1
 --                     every device of each device pool after its resource;
 --                     with devices 2 the same without waiting-time
 --                     quantiles, then the pool's figures (for tests)
 --   d name index      one device (8 values, see dev_stats())
+-- `bounds` is how many bounds of the wait histogram a resource's figures
+-- end with (cq_wait_stats.below: CQ_WAIT_BUCKETS, or 0 for none).
 local what = ARGV[ARG0 + 1]
 local s = start()
 if s then return s end
 
--- The q-quantile of the histogram plus `zeros` more zeros (as the
--- in-process pool computes it).
+-- The waiting-time histogram that the prelude's wait_add() keeps in
+-- P.."h:"..name, read as src/util/hist.c reads the in-process pool's:
+-- `b` maps a bucket to its count, `keys` lists the buckets present, in
+-- order, and `zeros` counts the grants that did not wait.
+
+-- The smallest value of bucket i (hist_low).
+local function hist_low(i)
+  if i < 8 then return i end
+  local shift, sub = math.floor((i - 8) / 8), (i - 8) % 8
+  return (8 + sub) * 2 ^ shift
+end
+
+-- The middle of bucket i: what the bucket reports (hist_value).
 local function hist_value(i)
   if i < 8 then return i end
-  local e, sub = math.floor((i - 8) / 8) + 3, (i - 8) % 8
-  local low = (8 + sub) * 2 ^ (e - 3)
-  return low + math.floor(2 ^ (e - 3) / 2)
+  return hist_low(i) + math.floor(2 ^ math.floor((i - 8) / 8) / 2)
 end
--- `keys` lists the buckets present, in order.
+
+-- How many waits are below `bound`, plus `zeros` (cq__hist_below): exact,
+-- since the bounds asked for are powers of two, where buckets start.
+local function hist_below(b, keys, zeros, bound)
+  local n = 0
+  if bound > 0 then n = zeros end
+  for _, i in ipairs(keys) do
+    if hist_low(i) >= bound then break end
+    n = n + b[i]
+  end
+  return n
+end
+
+-- The q-quantile of the histogram plus `zeros` more zeros
+-- (cq__hist_quantile); `count` is how many waits it holds, `mx` the
+-- longest.
 local function quantile(b, keys, count, mx, zeros, q)
   local total = count + zeros
   if total == 0 then return 0 end
@@ -54,15 +81,18 @@ local function withheld(r)
   return min(need_of(r, c.m, c.a), f)
 end
 
-local function res_stats(out, r, quantiles)
+-- A resource's figures: the 18 values of cq_resource_stats that C reads
+-- (res_from() in pool.c), then the counts of waits below 2^0 .. 2^(bounds
+-- - 1) ms (cq_wait_stats.below), as the in-process pool's res_snapshot()
+-- gives them.
+local function res_stats(out, r, quantiles, bounds)
   local v = call('HMGET', P .. 'r:' .. r.name, 'to', 'ca', 'wn', 'ws', 'wm')
   local wn, ws, wm = tonumber(v[3]) or 0, tonumber(v[4]) or 0,
     tonumber(v[5]) or 0
   local zeros = 0
   if r.gr > wn then zeros = r.gr - wn end
-  local p50, p99 = 0, 0
-  if quantiles and wn > 0 then
-    local b, keys = {}, {}
+  local b, keys = {}, {}
+  if wn > 0 and (quantiles or bounds > 0) then
     local flat = call('HGETALL', P .. 'h:' .. r.name)
     for i = 1, #flat, 2 do
       local k = tonumber(flat[i])
@@ -70,6 +100,9 @@ local function res_stats(out, r, quantiles)
       keys[#keys + 1] = k
     end
     table.sort(keys)
+  end
+  local p50, p99 = 0, 0
+  if quantiles and wn > 0 then
     p50 = quantile(b, keys, wn, wm, zeros, 0.5)
     p99 = quantile(b, keys, wn, wm, zeros, 0.99)
   end
@@ -78,6 +111,9 @@ local function res_stats(out, r, quantiles)
   local vals = {r.name, r.k, r.fl, cap, r.used, withheld(r), max(r.peak, r.used),
     r.nw, r.gr, tonumber(v[1]) or 0, tonumber(v[2]) or 0, wn + zeros,
     p50, p99, wm, ws, r.n, r.on}
+  for i = 0, bounds - 1 do
+    vals[#vals + 1] = hist_below(b, keys, zeros, 2 ^ i)
+  end
   for i = 1, #vals do
     if type(vals[i]) == 'number' then vals[i] = fmt(vals[i]) end
     out[#out + 1] = vals[i]
@@ -105,17 +141,19 @@ if what == 'p' then
   out = {fmt(call('ZCARD', P .. 'Q')),
          call('HGET', P .. 'meta', 'waited') or '0'}
 elseif what == 'r' then
-  for i = ARG0 + 2, #ARGV do
+  local bounds = tonumber(ARGV[ARG0 + 2])
+  for i = ARG0 + 3, #ARGV do
     local r = lookup(ARGV[i])
     if r == nil then return finish(ENOENT) end
-    res_stats(out, r, true)
+    res_stats(out, r, true, bounds)
   end
 elseif what == 'a' then
   local with_devices = ARGV[ARG0 + 2] ~= '0'
   local for_tests = ARGV[ARG0 + 2] == '2'
+  local bounds = tonumber(ARGV[ARG0 + 3])
   for _, name in ipairs(call('ZRANGE', P .. 'order', 0, -1)) do
     local r = res(name)
-    res_stats(out, r, not for_tests)
+    res_stats(out, r, not for_tests, bounds)
     if with_devices and r.k == DEVICES then
       for i = 0, r.n - 1 do dev_stats(out, r, i) end
     end

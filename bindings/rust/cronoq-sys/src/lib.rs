@@ -48,8 +48,9 @@ pub const CQ_ETOOMANY: c_int = -14;
 pub const CQ_ESYS: c_int = -15;
 pub const CQ_EPARSE: c_int = -16;
 pub const CQ_EUNAVAILABLE: c_int = -17;
+pub const CQ_EACCES: c_int = -18;
 /// The lowest code the header defines.
-pub const CQ_ERRNO_MIN: c_int = -17;
+pub const CQ_ERRNO_MIN: c_int = -18;
 
 // -------------------------------------------------------------------------
 // Time
@@ -97,6 +98,11 @@ pub const CQ_EVENT_CLOSED: cq_event_type = 7;
 pub const CQ_EVENT_NEVER: cq_event_type = 8;
 pub const CQ_EVENT_OVERDUE: cq_event_type = 9;
 pub const CQ_EVENT_LOST: cq_event_type = 10;
+/// Something an operator should fix, named in `resource` (fleet pools: a
+/// server setting this user may not read, "maxmemory-policy").
+pub const CQ_EVENT_WARNING: cq_event_type = 11;
+/// The highest event type the header defines (`CQ_EVENT_MAX_`).
+pub const CQ_EVENT_MAX: cq_event_type = 11;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -303,6 +309,7 @@ extern "C" {
     pub fn cq_version_number() -> c_int;
     pub fn cq_strerror(err: c_int) -> *const c_char;
     pub fn cq_err_name(err: c_int) -> *const c_char;
+    pub fn cq_event_type_name(type_: c_int) -> *const c_char;
     pub fn cq_now() -> i64;
 
     pub fn cq_pool_create(out: *mut *mut cq_pool, cfg: *const cq_pool_config) -> c_int;
@@ -454,6 +461,11 @@ extern "C" {
 pub const CQ_FLEET_AUDIT: c_uint = 1 << 0;
 /// `CQ_FLEET_ASYNC_RELEASE` (`cq_fleet_opts.fleet_flags`).
 pub const CQ_FLEET_ASYNC_RELEASE: c_uint = 1 << 1;
+/// `CQ_FLEET_NEW_NAMESPACE` (`cq_fleet_opts.fleet_flags`): a namespace this
+/// open creates is not quarantined.
+pub const CQ_FLEET_NEW_NAMESPACE: c_uint = 1 << 2;
+/// `CQ_FLEET_LOAD_REPLACE` (the flags of `cq_fleet_load()`).
+pub const CQ_FLEET_LOAD_REPLACE: c_uint = 1 << 0;
 /// Whether this build links libcronoq_fleet.
 pub const FLEET_LINKED: bool = cfg!(cronoq_fleet);
 
@@ -477,7 +489,28 @@ pub struct cq_fleet_opts {
     pub script_steps: u32,
     pub username: *const c_char,
     pub password: *const c_char,
-    pub reserved_: [u64; 8],
+    pub max_ttl_ms: i64,
+    pub reserved_: [u64; 7],
+}
+
+/// What a fleet pool met (`cq_fleet_stats_get()`); `Default` is
+/// `CQ_FLEET_STATS_INIT`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct cq_fleet_stats {
+    pub sessions: u64,
+    pub leases_lost: u64,
+    pub state_losses: u64,
+    pub rollbacks: u64,
+    pub reconnects: u64,
+    pub unavailable: u64,
+    pub deferred: u64,
+    pub reconciled: u64,
+    pub max_fence: u64,
+    pub quarantine_ms: i64,
+    pub lost_deadline_ms: i64,
+    pub settings_unchecked: u64,
+    pub reserved_: [u64; 4],
 }
 
 #[cfg(cronoq_fleet)]
@@ -488,8 +521,12 @@ extern "C" {
         ns: *const c_char,
         opts: *const cq_fleet_opts,
     ) -> c_int;
+    pub fn cq_fleet_library() -> *const c_char;
+    pub fn cq_fleet_load(url: *const c_char, opts: *const cq_fleet_opts, flags: c_uint) -> c_int;
+    pub fn cq_fleet_acl(ns: *const c_char, buf: *mut c_char, len: usize) -> c_int;
     pub fn cq_fleet_is_fleet(pool: *const cq_pool) -> c_int;
     pub fn cq_fleet_host(pool: *const cq_pool) -> *const c_char;
     pub fn cq_fleet_grant_fence(grant: *const cq_grant, fence: *mut u64) -> c_int;
+    pub fn cq_fleet_stats_get(pool: *mut cq_pool, out: *mut cq_fleet_stats) -> c_int;
     pub fn cq_fleet_error() -> *const c_char;
 }

@@ -112,7 +112,14 @@ fn rust_layout() -> Vec<(String, usize)> {
     field!(v, cq_fleet_opts, script_steps);
     field!(v, cq_fleet_opts, username);
     field!(v, cq_fleet_opts, password);
+    field!(v, cq_fleet_opts, max_ttl_ms);
     field!(v, cq_fleet_opts, reserved_);
+    size!(v, cq_fleet_stats);
+    field!(v, cq_fleet_stats, max_fence);
+    field!(v, cq_fleet_stats, quarantine_ms);
+    field!(v, cq_fleet_stats, lost_deadline_ms);
+    field!(v, cq_fleet_stats, settings_unchecked);
+    field!(v, cq_fleet_stats, reserved_);
     v
 }
 
@@ -161,4 +168,17 @@ fn every_declared_error_code_has_a_name() {
     }
     let below = unsafe { std::ffi::CStr::from_ptr(cq_err_name(CQ_ERRNO_MIN - 1)) };
     assert_eq!(below.to_str().unwrap(), "UNKNOWN");
+}
+
+#[test]
+fn every_declared_event_type_has_a_name() {
+    let name = |t: cq_event_type| {
+        unsafe { std::ffi::CStr::from_ptr(cq_event_type_name(t)) }.to_str().unwrap().to_string()
+    };
+    for t in CQ_EVENT_GRANTED..=CQ_EVENT_MAX {
+        assert_ne!(name(t), "unknown", "event type {}", t);
+    }
+    assert_eq!(name(CQ_EVENT_LOST), "lost");
+    assert_eq!(name(CQ_EVENT_WARNING), "warning");
+    assert_eq!(name(CQ_EVENT_MAX + 1), "unknown");
 }

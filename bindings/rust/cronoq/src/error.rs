@@ -17,7 +17,9 @@ pub enum Error {
     /// `CQ_ENOMEM`: out of memory.
     NoMemory,
     /// `CQ_EBUSY`: a try found the units taken, or withheld for an older
-    /// waiter.
+    /// waiter; on a fleet pool also while its namespace is quarantined
+    /// (just created by the server: see
+    /// [`FleetOptions::new_namespace`](crate::FleetOptions::new_namespace)).
     Busy,
     /// `CQ_ETIMEDOUT`: the deadline passed before the request was granted.
     TimedOut,
@@ -51,9 +53,15 @@ pub enum Error {
     Sys,
     /// `CQ_EPARSE`: text could not be parsed.
     Parse,
-    /// `CQ_EUNAVAILABLE`: a fleet pool's server cannot be reached (or is
-    /// quarantined after it lost its state); nothing was granted.
+    /// `CQ_EUNAVAILABLE`: a fleet pool's server cannot be reached, or the
+    /// session was lost while the call was under way; nothing was granted.
+    /// (A namespace quarantined after the server lost its state answers
+    /// `Busy`.)
     Unavailable,
+    /// `CQ_EACCES`: a fleet pool's server refused this user (a wrong or
+    /// missing password) or a permission (an ACL that does not allow a
+    /// command or a key); nothing was done.
+    AccessDenied,
     /// A code this crate does not know (from a newer library).
     Unknown(i32),
 }
@@ -79,6 +87,7 @@ impl Error {
             sys::CQ_ESYS => Error::Sys,
             sys::CQ_EPARSE => Error::Parse,
             sys::CQ_EUNAVAILABLE => Error::Unavailable,
+            sys::CQ_EACCES => Error::AccessDenied,
             other => Error::Unknown(other),
         }
     }
@@ -103,6 +112,7 @@ impl Error {
             Error::Sys => sys::CQ_ESYS,
             Error::Parse => sys::CQ_EPARSE,
             Error::Unavailable => sys::CQ_EUNAVAILABLE,
+            Error::AccessDenied => sys::CQ_EACCES,
             Error::Unknown(code) => code,
         }
     }

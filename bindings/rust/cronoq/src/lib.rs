@@ -82,7 +82,14 @@
 //! requests, grants, the future and the errors work unchanged, device
 //! pools are this host's (`gpu`) unless named with their host
 //! (`gpu@hostB`), and [`Grant::fencing_token`] gives each grant's fencing
-//! token (`None` for in-process pools, which issue none). cronoq-sys links
+//! token (`None` for in-process pools, which issue none), a large number
+//! (the server's clock in microseconds when the namespace was created,
+//! below 2^53). A namespace the server creates is quarantined for its
+//! longest TTL ([`FleetOptions::max_ttl_ms`]) unless the opener says it
+//! is new ([`FleetOptions::new_namespace`]). [`Pool::fleet_stats`] says
+//! what the pool met; [`fleet_load`], [`fleet_library`] and [`fleet_acl`]
+//! are the operator's calls (load the server's functions, their name,
+//! the ACL an application's user needs). cronoq-sys links
 //! the fleet library where its build finds it (see its build script);
 //! without it `Pool::connect` fails with `Error::NotFound` and a message
 //! saying so.
@@ -97,7 +104,7 @@ mod text;
 pub use acquire::Acquire;
 pub use cronoq_sys as sys;
 pub use error::{Error, SpecError};
-pub use fleet::FleetOptions;
+pub use fleet::{fleet_acl, fleet_library, fleet_load, FleetOptions, FleetStats};
 pub use grant::Grant;
 pub use pool::{Pool, PoolOptions, PoolStats, Problem, ResourceKind, ResourceStats, Task};
 pub use request::Request;

@@ -214,6 +214,12 @@ fn every_c_error_code_maps_to_its_variant_and_back() {
         let msg = unsafe { CStr::from_ptr(cronoq::sys::cq_strerror(code)) };
         assert_eq!(e.to_string(), msg.to_str().unwrap());
     }
+    // The last code the header added: a fleet pool's server refused the
+    // user or a permission.
+    assert_eq!(Error::from_code(cronoq::sys::CQ_EACCES), Error::AccessDenied);
+    assert_eq!(Error::AccessDenied.code(), -18);
+    assert_eq!(Error::AccessDenied.name(), "EACCES");
+    assert_eq!(cronoq::sys::CQ_ERRNO_MIN, cronoq::sys::CQ_EACCES);
     let unknown = Error::from_code(-99);
     assert_eq!(unknown, Error::Unknown(-99));
     assert_eq!(unknown.code(), -99);

@@ -1,13 +1,17 @@
 //! Fleet pools from Rust: `Pool::connect`, two pools of one namespace
 //! sharing its budgets, another host's device pool in a request, fencing
-//! tokens, the errors of a bad URL, an unreachable server and a request
-//! that never fits, and a dropped asynchronous acquire.
+//! tokens, the quarantine of a namespace the server creates and the
+//! namespace's longest TTL, the errors of a bad URL, an unreachable server
+//! and a request that never fits, a dropped asynchronous acquire, the
+//! pool's fleet stats, and the operator's calls (`fleet_load`,
+//! `fleet_library`, `fleet_acl`).
 //!
 //! Each test starts a redis-server of its own (a temporary directory, a
 //! Unix socket, no TCP port, nothing on disk) and stops it by its PID when
 //! the test ends. Where redis-server or the fleet library is missing the
 //! tests say so and pass, unless CRONOQ_REQUIRE_RUST=1 (CI), where that
-//! fails them.
+//! fails them. Their namespaces are new on that server, so they open them
+//! with `new_namespace(true)`, except those that test the quarantine.
 mod common;
 
 use common::*;
@@ -104,14 +108,16 @@ macro_rules! server_or_skip {
     };
 }
 
+/// A pool of namespace `ns`, new on the test's own server: no quarantine.
 fn connect(s: &Server, ns: &str, host: &str) -> Pool {
-    Pool::connect(&s.url, ns, FleetOptions::new().host(host)).expect("connect")
+    Pool::connect(&s.url, ns, FleetOptions::new().host(host).new_namespace(true)).expect("connect")
 }
 
 #[test]
 fn async_releases_come_before_the_pools_next_call() {
     let s = server_or_skip!();
-    let opts = FleetOptions::new().host("hostA").audit(true).async_release(true);
+    let opts =
+        FleetOptions::new().host("hostA").audit(true).async_release(true).new_namespace(true);
     let a = Pool::connect(&s.url, "async-release", opts).expect("connect");
     a.add_spec("licence=1").unwrap();
     let r = a.request_spec("licence=1").unwrap();
@@ -185,6 +191,200 @@ fn fencing_tokens_grow_with_every_grant_of_the_namespace() {
         tokens.push(t);
     }
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{:?}", tokens);
+    // Large (the namespace's counter starts from the server's clock in
+    // microseconds), and exact in a double: below 2^53.
+    assert!(tokens.iter().all(|&t| t > 1 << 40 && t < 1 << 53), "{:?}", tokens);
+    assert_eq!(a.fleet_stats().unwrap().max_fence, tokens[4]);
+    assert_eq!(b.fleet_stats().unwrap().max_fence, tokens[5]);
+}
+
+/// Without `new_namespace`, a namespace the server has to create grants
+/// nothing for its longest TTL, since the server cannot tell it from one
+/// whose state it lost: a try is `Busy` (also in a pool that says
+/// `new_namespace` once the namespace exists), the stats show the
+/// quarantine left, and blocking acquires wait and are granted in arrival
+/// order as it ends.
+#[test]
+fn a_namespace_the_server_creates_is_quarantined_for_its_longest_ttl() {
+    let s = server_or_skip!();
+    let opts = |host: &str| FleetOptions::new().host(host).ttl_ms(1000).max_ttl_ms(3000);
+    let a = Pool::connect(&s.url, "quarantine", opts("hostA")).expect("connect");
+    let b = Pool::connect(&s.url, "quarantine", opts("hostB")).expect("connect");
+    let late =
+        Pool::connect(&s.url, "quarantine", opts("hostC").new_namespace(true)).expect("connect");
+    for p in [&a, &b, &late] {
+        p.add_budget("licence", 1).unwrap(); // declarations are not held back
+    }
+    let ra = a.request_spec("licence=1").unwrap();
+    let rb = b.request_spec("licence=1").unwrap();
+    let rl = late.request_spec("licence=1").unwrap();
+    assert_eq!(a.try_acquire(&ra).unwrap_err(), Error::Busy);
+    assert_eq!(late.try_acquire(&rl).unwrap_err(), Error::Busy);
+    for p in [&a, &late] {
+        let left = p.fleet_stats().unwrap().quarantine_ms;
+        assert!(left > 0 && left <= 3000, "{}", left);
+    }
+    thread::scope(|sc| {
+        let first = sc.spawn(|| a.acquire(&ra, Deadline::after(HANG_GUARD)));
+        wait_until("the first waiter to park", || a.stats().waiting == 1 || first.is_finished());
+        let second = sc.spawn(|| b.acquire(&rb, Deadline::after(HANG_GUARD)));
+        // The first to arrive is granted as the quarantine ends; the second
+        // cannot be while it holds the licence.
+        wait_until("a grant", || first.is_finished() || second.is_finished());
+        assert!(first.is_finished() && !second.is_finished());
+        let held = first.join().unwrap().expect("the first arrival is granted");
+        assert_eq!(in_use(&b, "licence"), 1);
+        let token = held.fencing_token().unwrap();
+        drop(held);
+        let g = second.join().unwrap().expect("then the second");
+        assert!(g.fencing_token().unwrap() > token);
+    });
+    drop(late.try_acquire(&rl).unwrap());
+}
+
+/// The longest TTL is set when the namespace is created: an open with
+/// another, or with the default where another was set, is refused naming
+/// both; so is a TTL longer than the longest.
+#[test]
+fn the_longest_ttl_is_the_namespaces_and_the_same_in_every_process() {
+    let s = server_or_skip!();
+    let opts = |host: &str| FleetOptions::new().host(host).new_namespace(true).ttl_ms(1000);
+    let a = Pool::connect(&s.url, "maxttl", opts("hostA").max_ttl_ms(2000)).expect("connect");
+    a.add_budget("licence", 1).unwrap();
+    for (o, values) in
+        [(opts("hostB").max_ttl_ms(3000), ["2000", "3000"]), (opts("hostB"), ["2000", "10000"])]
+    {
+        let e = Pool::connect(&s.url, "maxttl", o).unwrap_err();
+        assert_eq!(e.error, Error::Invalid, "{}", e.message);
+        assert!(e.message.contains("max_ttl_ms") && e.message.contains("maxttl"), "{}", e.message);
+        assert!(values.iter().all(|v| e.message.contains(v)), "{}", e.message);
+    }
+    // A shorter TTL is fine.
+    let b = Pool::connect(&s.url, "maxttl", opts("hostB").ttl_ms(500).max_ttl_ms(2000)).unwrap();
+    b.add_budget("licence", 1).unwrap();
+    let g = b.try_acquire(&b.request_spec("licence=1").unwrap()).unwrap();
+    assert_eq!(in_use(&a, "licence"), 1);
+    drop(g);
+    for (o, values) in [
+        (opts("hostC").ttl_ms(5000).max_ttl_ms(2000), ["5000", "2000"]),
+        (opts("hostC").ttl_ms(20000), ["20000", "10000"]),
+    ] {
+        let e = Pool::connect(&s.url, "maxttl-x", o).unwrap_err();
+        assert_eq!(e.error, Error::Invalid, "{}", e.message);
+        assert!(e.message.contains("max_ttl_ms"), "{}", e.message);
+        assert!(values.iter().all(|v| e.message.contains(v)), "{}", e.message);
+    }
+    let e = Pool::connect(&s.url, "maxttl", opts("hostD").max_ttl_ms(-1)).unwrap_err();
+    assert_eq!(e.error, Error::Invalid, "{}", e.message);
+}
+
+#[test]
+fn fleet_stats_say_what_the_pool_met() {
+    let s = server_or_skip!();
+    let pool = connect(&s, "stats", "hostA");
+    let st = pool.fleet_stats().expect("a fleet pool has fleet stats");
+    assert_eq!((st.sessions, st.leases_lost, st.state_losses, st.unavailable), (1, 0, 0, 0));
+    // A new namespace has no quarantine, and the test's server lets the
+    // default user read its settings.
+    assert_eq!(st.quarantine_ms, 0);
+    assert!(!st.settings_unchecked);
+    pool.add_budget("licence", 1).unwrap();
+    let g = pool.try_acquire(&pool.request_spec("licence=1").unwrap()).unwrap();
+    assert_eq!(Some(pool.fleet_stats().unwrap().max_fence), g.fencing_token());
+    drop(g);
+    assert_eq!(Pool::new().unwrap().fleet_stats(), None);
+}
+
+fn set_user(s: &Server, user: &str, password: &str, rules: &str) {
+    let pw = format!(">{}", password);
+    let mut args = vec!["ACL", "SETUSER", user, "reset", "on", &pw];
+    args.extend(rules.split_whitespace());
+    assert_eq!(command(s, &args), "+OK");
+}
+
+/// `fleet_acl` gives the rules an application's user needs. Such a user
+/// cannot load the library (its pool says what the operator runs);
+/// after `fleet_load` its pool opens its namespace and grants. Without
+/// `+info` it cannot read `maxmemory-policy`: the pool opens all the same,
+/// with `settings_unchecked` set.
+#[test]
+fn an_application_user_with_the_acl_of_fleet_acl_opens_its_namespace() {
+    let s = server_or_skip!();
+    let rules = cronoq::fleet_acl("app-ns").unwrap();
+    assert!(rules.contains("~cq:{app-ns}:*") && rules.contains("+fcall"), "{}", rules);
+    assert!(!rules.contains("+function|load"), "{}", rules);
+    assert!(rules.split_whitespace().any(|r| r == "+info"), "{}", rules);
+    set_user(&s, "app", "apppw", &rules);
+    set_user(&s, "blind", "blindpw", &rules.replace("+info", ""));
+    let sock = &s.url["unix://".len()..];
+    let url = |user: &str| format!("unix://{}:{}pw@{}", user, user, sock);
+    let opts = FleetOptions::new().new_namespace(true);
+    let e = Pool::connect(&url("app"), "app-ns", opts.clone()).unwrap_err();
+    assert_eq!(e.error, Error::AccessDenied, "{}", e.message);
+    assert!(!e.message.contains("apppw"), "{}", e.message);
+    let loaded = cronoq::fleet_load(&s.url, &FleetOptions::new(), false).unwrap();
+    assert!(!loaded.is_empty());
+    for (user, unchecked) in [("app", false), ("blind", true)] {
+        let pool = Pool::connect(&url(user), "app-ns", opts.clone().host(user)).expect(user);
+        assert_eq!(pool.fleet_stats().unwrap().settings_unchecked, unchecked, "{}", user);
+        pool.add_budget("licence", 1).unwrap();
+        let g = pool.acquire(&pool.request_spec("licence=1").unwrap(), Deadline::after(HANG_GUARD));
+        assert!(g.unwrap().fencing_token().unwrap() > 1 << 40);
+        // Another namespace's keys are not the user's.
+        let e = Pool::connect(&url(user), "app-other", opts.clone()).unwrap_err();
+        assert_eq!(e.error, Error::AccessDenied, "{}", e.message);
+    }
+    assert_eq!(cronoq::fleet_acl("no spaces").unwrap_err().error, Error::Invalid);
+    assert_eq!(cronoq::fleet_acl("no\0nul").unwrap_err().error, Error::Invalid);
+}
+
+/// The operator's step: `fleet_load` loads the library (and again, finding
+/// it there); other code under the library's name is refused, by pools
+/// and by `fleet_load`, until it is loaded with `replace`.
+#[test]
+fn fleet_load_refuses_other_code_of_the_librarys_name_until_replace() {
+    let s = server_or_skip!();
+    let name = cronoq::fleet_library().expect("the fleet library is linked");
+    assert!(name.starts_with("cronoq_") && name.len() > "cronoq_".len(), "{}", name);
+    let op = FleetOptions::new();
+    cronoq::fleet_load(&s.url, &op, false).unwrap();
+    cronoq::fleet_load(&s.url, &op, false).unwrap(); // already there: fine
+    let other = format!(
+        "#!lua name={}\nredis.register_function('cq_other', function() return 1 end)",
+        name
+    );
+    assert!(command(&s, &["FUNCTION", "LOAD", "REPLACE", &other]).starts_with('$'));
+    let e = cronoq::fleet_load(&s.url, &op, false).unwrap_err();
+    assert_eq!(e.error, Error::Exists, "{}", e.message);
+    assert!(e.message.contains(&format!("{:?}", s.url)), "{}", e.message);
+    let e = Pool::connect(&s.url, "other", FleetOptions::new().new_namespace(true)).unwrap_err();
+    assert_eq!(e.error, Error::AccessDenied, "{}", e.message);
+    cronoq::fleet_load(&s.url, &op, true).unwrap();
+    let pool = connect(&s, "other", "hostA");
+    pool.add_budget("licence", 1).unwrap();
+    drop(pool.try_acquire(&pool.request_spec("licence=1").unwrap()).unwrap());
+}
+
+#[test]
+fn fleet_load_reports_a_bad_or_unreachable_server_with_its_url() {
+    if !cronoq::sys::FLEET_LINKED {
+        return;
+    }
+    let e = cronoq::fleet_load("http://example/", &FleetOptions::new(), false).unwrap_err();
+    assert_eq!(e.error, Error::Invalid, "{}", e.message);
+    assert!(e.message.contains("\"http://example/\""), "{}", e.message);
+    let dir = std::env::temp_dir().join(format!("cronoq-rs-nobody-{}", std::process::id()));
+    let url = format!("unix://op:SECRETPW@{}/nobody.sock", dir.display());
+    let opts = FleetOptions::new().timeout_ms(1000);
+    let e = cronoq::fleet_load(&url, &opts, false).unwrap_err();
+    assert_eq!(e.error, Error::Unavailable, "{}", e.message);
+    let shown = format!("unix://op:***@{}/nobody.sock", dir.display());
+    assert!(e.message.contains(&format!("{:?}", shown)), "{}", e.message);
+    assert!(!e.message.contains("SECRETPW"), "{}", e.message);
+    let url = format!("unix://{}/nobody.sock", dir.display());
+    let e = cronoq::fleet_load(&url, &opts.auth(Some("op"), "SECRETPW"), false).unwrap_err();
+    assert_eq!(e.error, Error::Unavailable, "{}", e.message);
+    assert!(!format!("{} {:?}", e, e).contains("SECRETPW"), "{}", e.message);
 }
 
 #[test]
@@ -203,6 +403,12 @@ fn a_bad_url_or_namespace_is_invalid_and_named() {
         let e = Pool::connect("unix:///x.sock", "ns", FleetOptions::new()).unwrap_err();
         assert_eq!(e.error, Error::NotFound);
         assert!(e.message.contains("libcronoq_fleet"), "{}", e.message);
+        // The operator's calls say so too.
+        assert_eq!(cronoq::fleet_library(), None);
+        let e = cronoq::fleet_load("unix:///x.sock", &FleetOptions::new(), false).unwrap_err();
+        assert_eq!(e.error, Error::NotFound);
+        assert!(e.message.contains("libcronoq_fleet"), "{}", e.message);
+        assert_eq!(cronoq::fleet_acl("ns").unwrap_err().error, Error::NotFound);
         return;
     }
     for url in ["http://example/", "redis://host:99999/0", "unix://relative.sock"] {
@@ -230,6 +436,83 @@ fn an_unreachable_server_is_reported_with_its_url() {
     let shown = format!("unix://cronoq:***@{}/nobody.sock", dir.display());
     assert!(e.message.contains(&format!("{:?}", shown)), "{}", e.message);
     assert!(!e.message.contains("secret"), "{}", e.message);
+}
+
+/// Run one command on the server: its reply's first line.
+fn command(s: &Server, args: &[&str]) -> String {
+    let sock = &s.url["unix://".len()..];
+    let mut c = UnixStream::connect(sock).expect("connect to redis-server");
+    c.set_read_timeout(Some(HANG_GUARD)).unwrap();
+    let mut req = format!("*{}\r\n", args.len());
+    for a in args {
+        req.push_str(&format!("${}\r\n{}\r\n", a.len(), a));
+    }
+    c.write_all(req.as_bytes()).unwrap();
+    let mut buf = [0u8; 256];
+    let n = c.read(&mut buf).unwrap();
+    String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or("").to_string()
+}
+
+/// Whatever makes `Pool::connect` fail, a password, in the URL or in the
+/// options, is in none of what the error shows (its message, `Display`,
+/// `Debug`): a password the server refuses, a socket that is not there, a
+/// URL refused (one whose password holds '/' too), a NUL byte. The user
+/// name and the path are still named, so that the message says which pool.
+#[test]
+fn a_password_appears_in_no_error_of_connect() {
+    let s = server_or_skip!();
+    let ok = command(&s, &["ACL", "SETUSER", "cronoq", "on", ">rightpw", "~*", "&*", "+@all"]);
+    assert_eq!(ok, "+OK");
+    let sock = &s.url["unix://".len()..];
+    let nobody = format!("{}/nobody.sock", s.dir.display());
+    let wrong = FleetOptions::new().timeout_ms(5000);
+    let cases: Vec<(String, FleetOptions, Vec<String>)> = vec![
+        (
+            format!("unix://cronoq:WRONGPW@{}", sock),
+            wrong.clone(),
+            vec!["cronoq:***@".into(), sock.into()],
+        ),
+        (
+            format!("unix://cronoq:WRONGPW@{}", nobody),
+            wrong.clone(),
+            vec!["cronoq:***@".into(), nobody.clone()],
+        ),
+        (
+            "unix://cronoq:WRONGPW@relative.sock".into(),
+            wrong.clone(),
+            vec!["cronoq:***@relative.sock".into()],
+        ),
+        (
+            "redis://cronoq:WRO/NGPW@127.0.0.1:1".into(),
+            wrong.clone(),
+            vec!["cronoq:***@127.0.0.1:1".into()],
+        ),
+        (
+            format!("unix://cronoq:WRONG\0PW@{}", sock),
+            wrong.clone(),
+            vec!["cronoq:***@".into(), sock.into()],
+        ),
+        (s.url.clone(), wrong.clone().auth(Some("cronoq"), "WRONGPW"), vec![sock.into()]),
+        (s.url.clone(), wrong.clone().auth(Some("cronoq"), "WRO\0NGPW"), vec!["option".into()]),
+    ];
+    for (url, options, names) in cases {
+        let e = Pool::connect(&url, "pw", options).unwrap_err();
+        let shown = format!("{}\n{}\n{:?}", e.message, e, e);
+        assert!(!shown.contains("NGPW"), "{}", shown);
+        for name in names {
+            assert!(e.message.contains(&name), "{} lacks {}", e.message, name);
+        }
+    }
+}
+
+/// Options print without their password (a program may log them).
+#[test]
+fn fleet_options_print_without_their_password() {
+    let o = FleetOptions::new().host("hostA").auth(Some("cronoq"), "WRONGPW");
+    let shown = format!("{:?}", o);
+    assert!(!shown.contains("WRONGPW"), "{}", shown);
+    assert!(shown.contains("cronoq") && shown.contains("hostA"), "{}", shown);
+    assert_eq!(o, FleetOptions::new().host("hostA").auth(Some("cronoq"), "WRONGPW"));
 }
 
 #[test]
