@@ -641,6 +641,10 @@ void fl_bg_kick(struct fl_pool *fp);
 #define FL_LATE_HEARTBEAT 1u
 #define FL_LATE_ACQUIRE 2u
 #define FL_LATE_GRANTED 4u
+/* An async release (CQ_FLEET_ASYNC_RELEASE) sent: the releasing thread goes
+ * on only once the background thread has made a heartbeat since, as a
+ * thread descheduled right after sending would. */
+#define FL_LATE_RELEASE 8u
 /* Hold back the reply in hand if `which` is set (link.mu held, mu not;
  * neither for FL_LATE_GRANTED); bounded. */
 void fl_late_reply(struct fl_pool *fp, uint32_t which);

@@ -525,22 +525,45 @@ static int held_check(cq_pool *pool, cq_grant *grant, struct fl_grant **out) {
   return 0;
 }
 
+/* The grant g, released, holds nothing here (mu held): 0, or CQ_ESTATE
+ * when its lease was lost meanwhile, and reported as such. */
+static int released(struct fl_pool *fp, struct fl_grant *g) {
+  if (g->lost)
+    return CQ_ESTATE;
+  fl_held_unlink(fp, g);
+  fl_gstate_set(g, FL_G_IDLE);
+  fl_event(fp, CQ_EVENT_RELEASED, g, NULL, 0);
+  return 0;
+}
+
 /* A release that waits for no reply (CQ_FLEET_ASYNC_RELEASE): when this
  * process has no waiter, the reply can carry no outcome for it, so the
  * release is only sent, and the next call on the connection reads its
  * reply (see fl_release_send()). The server runs it before any later call
- * on the same connection; other connections are not ordered with it. */
-static bool release_sent(struct fl_pool *fp, struct fl_grant *g) {
+ * on the same connection; other connections are not ordered with it. The
+ * grant leaves the pool's list before the connection is let go, as a
+ * call's does: a heartbeat in between would find the server without the
+ * lease and this process with it, and take it for one a failover lost.
+ * Returns released()'s answer, or 1 when it was not sent (the caller runs
+ * the release as a call). */
+static int release_sent(struct fl_pool *fp, struct fl_grant *g) {
   if (!(fp->opts.fleet_flags & CQ_FLEET_ASYNC_RELEASE) ||
       fl_link_lock(fp, call_limit(fp, 't', CQ_NEVER)) != 0)
-    return false;
+    return 1;
   pthread_mutex_lock(&fp->mu);
   bool quiet =
       fp->n_waiting == 0 && !g->lost && g->gen == fp->gen && fp->sid[0] != '\0';
   pthread_mutex_unlock(&fp->mu);
-  bool sent = quiet && fl_release_send(fp, g->id, g->gen);
+  int rc = 1;
+  if (quiet && fl_release_send(fp, g->id, g->gen)) {
+    pthread_mutex_lock(&fp->mu);
+    rc = released(fp, g);
+    pthread_mutex_unlock(&fp->mu);
+  }
   pthread_mutex_unlock(&fp->link.mu);
-  return sent;
+  if (rc != 1)
+    fl_late_reply(fp, FL_LATE_RELEASE);
+  return rc;
 }
 
 int fl_op_grant_release(cq_pool *pool, cq_grant *grant) {
@@ -560,16 +583,7 @@ int fl_op_grant_release(cq_pool *pool, cq_grant *grant) {
     fl_ctx_finish(fp, &ctx);
     return CQ_ESTATE;
   }
-  if (release_sent(fp, g)) {
-    pthread_mutex_lock(&fp->mu);
-    if (g->lost) {
-      rc = CQ_ESTATE; /* lost meanwhile, and reported as such */
-    } else {
-      fl_held_unlink(fp, g);
-      fl_gstate_set(g, FL_G_IDLE);
-      fl_event(fp, CQ_EVENT_RELEASED, g, NULL, 0);
-    }
-    pthread_mutex_unlock(&fp->mu);
+  if ((rc = release_sent(fp, g)) != 1) {
     fl_ctx_finish(fp, &ctx);
     return rc;
   }
@@ -584,28 +598,18 @@ int fl_op_grant_release(cq_pool *pool, cq_grant *grant) {
     /* Not reached: the grant holds nothing here, and the background
      * thread sends the release (an id: applied once) when it can. */
     pthread_mutex_lock(&fp->mu);
-    if (g->lost) {
+    if (g->lost)
       rc = CQ_ESTATE;
-    } else if (fl_defer_release(fp, g)) {
-      fl_held_unlink(fp, g);
-      fl_gstate_set(g, FL_G_IDLE);
-      fl_event(fp, CQ_EVENT_RELEASED, g, NULL, 0);
-      rc = 0;
-    } else {
+    else if (fl_defer_release(fp, g))
+      rc = released(fp, g);
+    else
       fl_msgf(fl_gmsg(g), "fleet: %s", err);
-    }
     pthread_mutex_unlock(&fp->mu);
   } else if (rc == 0) {
     /* Released, or unknown: the retry of a release whose reply was lost.
      * A lease lost meanwhile was reported as such, not released. */
     pthread_mutex_lock(&fp->mu);
-    if (g->lost) {
-      rc = CQ_ESTATE;
-    } else {
-      fl_held_unlink(fp, g);
-      fl_gstate_set(g, FL_G_IDLE);
-      fl_event(fp, CQ_EVENT_RELEASED, g, NULL, 0);
-    }
+    rc = released(fp, g);
     pthread_mutex_unlock(&fp->mu);
     fl_call_done(fp, r);
   } else if (rc == FL_ESESSION) {

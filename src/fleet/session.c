@@ -545,10 +545,26 @@ void fl_late_reply(struct fl_pool *fp, uint32_t which) {
   if (!(atomic_load_explicit(&fp->late, memory_order_relaxed) & which) ||
       !(atomic_fetch_and(&fp->late, ~which) & which))
     return;
+  pthread_mutex_lock(&fp->mu);
+  uint32_t beats = fp->beats;
+  if (which == FL_LATE_RELEASE)
+    fp->fetch_due = true; /* a heartbeat at once, rather than at its time */
+  pthread_mutex_unlock(&fp->mu);
+  if (which == FL_LATE_RELEASE)
+    fl_bg_kick(fp);
   /* Polled: the other thread keeps the deadline with mu alone. */
   for (int i = 0; i < 30000; i++) {
-    if (which == FL_LATE_HEARTBEAT ? fl_session_dead(fp)
-                                   : atomic_load(&fp->deadline_ms) == CQ_NEVER)
+    bool past;
+    if (which == FL_LATE_RELEASE) {
+      pthread_mutex_lock(&fp->mu);
+      past = fp->beats != beats;
+      pthread_mutex_unlock(&fp->mu);
+    } else {
+      past = which == FL_LATE_HEARTBEAT
+                 ? fl_session_dead(fp)
+                 : atomic_load(&fp->deadline_ms) == CQ_NEVER;
+    }
+    if (past)
       return;
     (void)poll(NULL, 0, 1);
   }
