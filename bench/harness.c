@@ -404,6 +404,30 @@ void cqb_print_notes(void) {
   }
 }
 
+void cqb_print_summary(void) {
+  int met = 0, missed = 0;
+  for (size_t i = 0; i < n_figures; i++) {
+    const struct figure *f = &figures[i];
+    if (f->goal <= 0 || !f->has_base)
+      continue;
+    if (goal_met(f))
+      met++;
+    else
+      missed++;
+  }
+  printf("\nsummary: %d of %d goals met, %d missed%s\n", met, met + missed,
+         missed, missed > 0 ? " (marked MISSED above)" : "");
+  if (missed > 0)
+    printf("  A missed goal is a figure, not a failure: each goal is a ratio "
+           "against a\n  baseline measured in this same run, and a loaded "
+           "or small machine moves\n  some baselines more than the library. "
+           "bench/README.md explains each\n  goal and the figures measured "
+           "on a quiet machine.\n");
+  printf("  The bench checked its own results: it exits 0 when they were "
+         "right, and\n  non-zero only when one was wrong or it could not "
+         "run.\n");
+}
+
 static void json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (; *s; s++) {

@@ -137,6 +137,8 @@ void cqb_progress_tick(const char *label);
 void cqb_print_header(void);
 void cqb_print_figures(void); /* the figures added since the last call */
 void cqb_print_notes(void);
+/* The goals met and missed, and what a missed goal means; last. */
+void cqb_print_summary(void);
 void cqb_write_outputs(void);
 
 /* Suites. Each adds its figures; `plan` returns its number of steps. */

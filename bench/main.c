@@ -135,5 +135,6 @@ int main(int argc, char **argv) {
     cqb_backfill();
   cqb_print_notes();
   cqb_write_outputs();
+  cqb_print_summary();
   return 0;
 }
