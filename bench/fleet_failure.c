@@ -1,7 +1,7 @@
 /*
  * cronoq-bench fleet-failure: how a fleet pool recovers from the failures
  * of its holders, as distributions over many trials, against the bounds
- * the README states, on a redis-server the bench starts itself:
+ * docs/OPERATIONS.md states, on a redis-server the bench starts itself:
  * - kills: a holder process is SIGKILLed while it holds a licence of 1 that
  *   a live process waits for in a blocking acquire; the time from the kill
  *   to that grant, min / p50 / p90 / max, against TTL + one heartbeat

@@ -1,5 +1,5 @@
 /*
- * Hold limits and backfill (CQ_POOL_BACKFILL). The README's "Backfill"
+ * Hold limits and backfill (CQ_POOL_BACKFILL). docs/POLICY.md's "Backfill"
  * section is the specification; this comment says how the code keeps it.
  *
  * Hold limits. A grant of a request with a hold limit promises to end by

@@ -1,8 +1,8 @@
 /*
- * Hold limits and backfill (backfill.c): the policy's clock. The README's
- * "Backfill" section is the specification; backfill.c says how the code
- * keeps it. Only the policy (queue.c) calls these, with the pool lock held;
- * its state, struct cq__bf, is the policy's part of the pool (policy.h).
+ * Hold limits and backfill (backfill.c): the policy's clock. The
+ * specification's "Backfill" section is the specification; backfill.c says how
+ * the code keeps it. Only the policy (queue.c) calls these, with the pool lock
+ * held; its state, struct cq__bf, is the policy's part of the pool (policy.h).
  */
 #ifndef CRONOQ_BACKFILL_H
 #define CRONOQ_BACKFILL_H

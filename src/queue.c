@@ -2,7 +2,7 @@
  * The waiting policy: FIFO with reservation.
  *
  * Everything here runs with the pool lock held; policy.h is the only way
- * in. The README states the same rule for users; this comment states it
+ * in. docs/POLICY.md states the same rule for users; this comment states it
  * for the code, whole.
  *
  * Terms.
@@ -90,7 +90,7 @@
  * oldest claimer's reservation there, not every claimer's).
  * So a request with a limit may pass a waiting head, and the guarantee
  * becomes: with every holder keeping its limit, the head is granted no
- * later than its sticky S, save for the README's three exceptions (an
+ * later than its sticky S, save for the specification's three exceptions (an
  * ordinary grant of what the head has not claimed, or of a device it has
  * not reserved, and a capacity shrunk after S was computed). Units coming
  * back anywhere let the waiters behind the head try again, whatever blocks

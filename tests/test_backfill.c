@@ -1,6 +1,6 @@
 /*
  * Hold limits and backfill (CQ_POOL_BACKFILL): the hand-worked cases of the
- * README's "Backfill" section, each a test, on a pool that runs on the
+ * specification's "Backfill" section, each a test, on a pool that runs on the
  * test's own clock (manual timers), so that every time below is exact.
  *
  * Notation in the comments: A holds cpu:6 until 100 means A was granted 6

@@ -155,7 +155,7 @@ test_younger_waiter_is_granted_on_an_unreserved_device(void **state) {
   assert_cq_ok(cq_grant_release(pool, &h1));
 }
 
-/* Scenario 4, the README's worked example step by step. */
+/* Scenario 4, the specification's worked example step by step. */
 static void test_reservation_moves_to_the_device_with_most_free(void **state) {
   (void)state;
   assert_cq_ok(cq_devices_add(pool, "gpu", 3, NULL));

@@ -202,7 +202,7 @@ static void test_budget_fifo_with_reservation(void **state) {
       TRY(3, 1, 1, 0, 0, 0), RELEASE(0), RELEASE(1), RELEASE(2));
 }
 
-/* The README's worked example in small: s1 {b0:1, b1:1} waits for b0 and
+/* The specification's worked example in small: s1 {b0:1, b1:1} waits for b0 and
  * does not claim b1, so a try of all of b1 passes it; once b0 is back it
  * lacks b1 and claims it, ahead of the younger s3. */
 static void test_requests_for_other_resources_keep_flowing(void **state) {
@@ -243,8 +243,8 @@ static void test_staged_claims_claim_one_resource_at_a_time(void **state) {
       RELEASE(0), RELEASE(5), RELEASE(1), RELEASE(2));
 }
 
-/* The README's table for devices: three full devices; T1 (s5) asks 0.7 and
- * reserves device 0, T2 (s6) asks 0.5; 0.5 frees on device 1 (the
+/* The specification's table for devices: three full devices; T1 (s5) asks 0.7
+ * and reserves device 0, T2 (s6) asks 0.5; 0.5 frees on device 1 (the
  * reservation moves there: nothing granted); 0.6 frees on device 2 (it
  * moves again; T2 gets device 1); 0.1 more frees on device 2: T1 gets it.
  * Fractions pack best fit while the devices fill. */
@@ -349,7 +349,7 @@ static void test_deadlines_cancel_and_removal(void **state) {
 
 /* Two waiters whose deadlines passed expire in one call: the departure of
  * the first (a claimant) does not grant the second, whose deadline passed
- * too. The README leaves this open; the library expires both first. */
+ * too. The specification leaves this open; the library expires both first. */
 static void test_waiters_expiring_together_all_time_out(void **state) {
   (void)state;
   static const char *const want[] = {
@@ -359,8 +359,8 @@ static void test_waiters_expiring_together_all_time_out(void **state) {
       RELEASE(0));
 }
 
-/* The README's backfill example: b0 = 10; s0 holds 6 until 1100; the head
- * s1 asks 8 (S = 1100). At 1010 s2 (3 for 50 ms, ends 1060) is backfilled;
+/* The specification's backfill example: b0 = 10; s0 holds 6 until 1100; the
+ * head s1 asks 8 (S = 1100). At 1010 s2 (3 for 50 ms, ends 1060) is backfilled;
  * s3 (3 for 200 ms) waits: at S the head would find 7; s4 (no limit) waits.
  * At 1100 s0 ends and the head is granted, on time; then s3 and s4 in
  * order. */
@@ -403,7 +403,7 @@ static void test_backfill_on_devices(void **state) {
 }
 
 /* A capacity that shrinks under a waiting head makes it late for its
- * sticky S (S never moves later): one of the README's exceptions to the
+ * sticky S (S never moves later): one of the specification's exceptions to the
  * promise. The model excuses it, and counts the late head as the library
  * does (cq_pool_stats.late_heads). */
 static void test_backfill_head_late_after_a_shrink_is_counted(void **state) {
@@ -427,9 +427,9 @@ static void test_backfill_head_late_after_a_shrink_is_counted(void **state) {
 }
 
 /*
- * README, "Backfill": "Units coming back anywhere let the waiters behind H
- * try again, whatever blocked them." s4 {b0:1, b1:1, limit 5} waits behind
- * the head s2 {b0:3} (S = 1010, when s0's b0:1 ends), blocked on b0 (s2
+ * docs/POLICY.md, "Backfill": "Units coming back anywhere let the waiters
+ * behind H try again, whatever blocked them." s4 {b0:1, b1:1, limit 5} waits
+ * behind the head s2 {b0:3} (S = 1010, when s0's b0:1 ends), blocked on b0 (s2
  * withholds it) and lacking b1 (s1 holds it). Nobody is blocked on b1, yet
  * when s1 gives it back s4 fits, the head's withholding disregarded, and
  * ends at 1005 <= S: it is backfilled at the release. (The library once
@@ -459,8 +459,8 @@ test_release_of_a_resource_nobody_waits_on_lets_backfill_run(void **state) {
 /*
  * A request of budgets only and no limit is the kind the library may grant
  * and release without the pool lock; in a backfill pool it must not, since
- * the shadow time has to see its release (README, "Hold limits"). b0 = 10:
- * s0 holds 2 for ever (such a request), s1 holds 4 until 1100; the head s2
+ * the shadow time has to see its release (docs/POLICY.md, "Hold limits"). b0 =
+ * 10: s0 holds 2 for ever (such a request), s1 holds 4 until 1100; the head s2
  * asks 8: S = 1100, when it would find 8. s3 (2 for 200 ms, past S) waits:
  * at S the head would find only 6. When s0 gives its 2 back (a holder
  * counted in S, so S is computed again), the head would find 8 at S with
@@ -486,8 +486,8 @@ test_lock_free_kind_release_in_backfill_pool_lets_backfill_run(void **state) {
 }
 
 /*
- * README, "Backfill": a request younger than H with a limit, that fits in
- * what is free now once H's withholding is disregarded, "is granted before
+ * docs/POLICY.md, "Backfill": a request younger than H with a limit, that fits
+ * in what is free now once H's withholding is disregarded, "is granted before
  * S" if it ends by S. b0 = 3, b1 = 1: s0 holds b0:2 until 1010 and s3 b1:1
  * until 1002; the head s1 asks all of b0 (S = 1010); s2 {b0:1, b1:1}, no
  * limit, lacks both and claims both; s4 {b0:1, b1:1, 5 ms} is blocked on
@@ -551,7 +551,7 @@ test_advance_keeps_limits_and_deadlines_in_time_order(void **state) {
 }
 
 /*
- * One of the README's exceptions to the promise: on a device pool, an
+ * One of the specification's exceptions to the promise: on a device pool, an
  * ordinary grant of a device no waiter reserves delays the head past its
  * sticky S although every holder keeps its limit. d0 has three devices: s0
  * holds 0.8 of device 0 until 1010, s1 0.3 of device 1 and s2 0.8 of

@@ -13,8 +13,8 @@
  * it is built once and reused. Acquiring a request fills a
  * caller-owned *grant* with all the units at once, or with none. A request
  * that does not fit waits in the pool's FIFO-with-reservation queue (the
- * README states the rule precisely). Releasing the grant returns every unit,
- * exactly once.
+ * docs/POLICY.md states the rule precisely). Releasing the grant returns every
+ * unit, exactly once.
  *
  * Platforms. libcronoq runs on Linux, and is written for any POSIX system
  * that has what it needs: POSIX threads, unnamed semaphores (sem_init()),
@@ -233,7 +233,7 @@ typedef int64_t (*cq_clock_fn)(void *arg);
 enum cq_pool_flags {
   /*
    * Staged claims: a waiter claims the resources it lacks one at a time, in
-   * the pool's resource order, instead of all at once. See the README for
+   * the pool's resource order, instead of all at once. See docs/POLICY.md for
    * the trade-off; the default (0) claims everything lacking at once.
    */
   CQ_POOL_STAGED_CLAIMS = 1u << 0,
@@ -251,7 +251,7 @@ enum cq_pool_flags {
    * going by the holders' declared limits. With it, a request whose limit
    * ends before that moment may pass a waiting head; requests without a
    * limit never do. Every acquire and release then takes the pool lock,
-   * so that the shadow time sees them. See the README, "Backfill".
+   * so that the shadow time sees them. See docs/POLICY.md, "Backfill".
    */
   CQ_POOL_BACKFILL = 1u << 2,
   /*
@@ -269,7 +269,7 @@ enum cq_pool_flags {
  * may take it, and each release wakes one sleeping acquire that fits to try
  * again, as a new arrival would. Once it has waited T, the acquire claims
  * its place by its arrival, exactly as every waiter does under
- * "FIFO with reservation" (the README): what it needs is withheld for it
+ * "FIFO with reservation" (docs/POLICY.md): what it needs is withheld for it
  * and handed to it directly. The window ends at arrival + T on the pool's
  * clock whether or not the acquire's thread runs then (descheduled,
  * stopped in a debugger, starved): the first call on the pool after that

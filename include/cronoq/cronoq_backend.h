@@ -7,8 +7,8 @@
  * It creates a pool with cq_backend_pool_create() and a table of operations;
  * from then on every call of <cronoq/cronoq.h> on that pool, on a request
  * built for it or on a grant that attempted it, is passed to the table. The
- * README's specification, and each function's description in cronoq.h, are
- * the contract both implementations obey: same arguments, same outcomes,
+ * specification's specification, and each function's description in cronoq.h,
+ * are the contract both implementations obey: same arguments, same outcomes,
  * same error codes, the same callback rules (a callback runs exactly once
  * when the call returned 0, never when it returned < 0, with no library
  * lock held). Where a call cannot have the same meaning on a backend, the

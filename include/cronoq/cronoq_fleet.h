@@ -9,7 +9,7 @@
  * then used through <cronoq/cronoq.h> like any pool: budgets, classes, lone
  * budgets, device pools, requests and specs, try / blocking / callback
  * acquires, cancel, release and partial release, stats, metrics, the event
- * hook and the libuv adapter. The policy is the README's, exactly: every
+ * hook and the libuv adapter. The policy is docs/POLICY.md's, exactly: every
  * operation is one Lua script that decides on the namespace's whole state,
  * with the in-process pool's fixed-point amounts, and a differential test
  * holds the two implementations to the same outcomes.
@@ -217,8 +217,8 @@ typedef struct cq_fleet_opts {
  * quarantined (see above) unless CQ_FLEET_NEW_NAMESPACE says it is new. The
  * call connects, loads the library (or the scripts), opens this process's
  * session and starts the pool's background thread. The server needs
- * `maxmemory-policy noeviction` (the README says why, and which ACL a client
- * needs). On success *out is a pool for every call of <cronoq/cronoq.h>;
+ * `maxmemory-policy noeviction` (docs/OPERATIONS.md says why, and which ACL a
+ * client needs). On success *out is a pool for every call of <cronoq/cronoq.h>;
  * destroy it with cq_pool_destroy(). `opts` may be NULL. Thread-safe. Returns
  * 0, CQ_EINVAL (a bad URL, namespace, host or option, including
  * CQ_POOL_BACKFILL; or a namespace of another schema or claims option:
@@ -260,7 +260,7 @@ CQ_EXPORT const char *cq_fleet_library(void);
  * its functions: a restart without persistence, FUNCTION FLUSH): connect to
  * `url` as an operator's user and load this library's functions, which
  * every fleet pool then runs with FCALL. Application users need no right
- * to change the server's functions (the README's ACL gives them none):
+ * to change the server's functions (docs/OPERATIONS.md's ACL gives them none):
  * loading code that every namespace runs is the operator's. A pool checks,
  * before it runs anything, that the server's library of this name is this
  * library's code, byte for byte, and refuses it otherwise.

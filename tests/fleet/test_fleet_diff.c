@@ -206,7 +206,7 @@ test_staged_claims_claim_one_resource_at_a_time_on_both(void **state) {
       RELEASE(2));
 }
 
-/* The README's table for devices: T1 (s5, 0.7) and T2 (s6, 0.5) wait on
+/* The specification's table for devices: T1 (s5, 0.7) and T2 (s6, 0.5) wait on
  * three full devices; the reservation moves as capacity frees, T2 is
  * granted device 1, then T1 device 2. */
 static void test_device_reservation_worked_example_on_both(void **state) {

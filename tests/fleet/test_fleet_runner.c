@@ -1,6 +1,6 @@
 /*
- * The README's two-host example, as two processes on one machine: two
- * cronoq-run instances, "hostA" and "hostB" (CRONOQ_HOST), started at once
+ * The two-host example of docs/FLEET-POOLS.md, as two processes on one machine:
+ * two cronoq-run instances, "hostA" and "hostB" (CRONOQ_HOST), started at once
  * with the same --resources, share a licence of 2 through one namespace,
  * each with its own host's gpu. Every job writes when it starts and ends;
  * at no moment do more than 2 jobs run, across both runners, every job

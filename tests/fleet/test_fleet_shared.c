@@ -1,6 +1,6 @@
 /*
  * One Redis server shared by several namespaces, applications or teams:
- * the operator loads the code, applications run it with the README's ACL
+ * the operator loads the code, applications run it with the documented ACL
  * and nothing more, a pool runs no code but its own, a session's leases
  * are its own, and what the server says is checked before it is read.
  * Also what a client is told: refused credentials, an evicting server.
@@ -13,11 +13,11 @@
 #include <string.h>
 
 #ifndef CRONOQ_SOURCE_DIR
-#error "CRONOQ_SOURCE_DIR: the source tree, for the README and the Lua"
+#error "CRONOQ_SOURCE_DIR: the source tree, for docs/OPERATIONS.md and the Lua"
 #endif
 
 /* Where the ACL lines a user types are written. */
-#define ACL_DOC CRONOQ_SOURCE_DIR "/README.md"
+#define ACL_DOC CRONOQ_SOURCE_DIR "/docs/OPERATIONS.md"
 
 /* ------------------------------------------------------------------------ */
 /* Commands as a user                                                        */
@@ -93,7 +93,7 @@ static void doc_line(const char *start, char *buf, size_t len) {
     fail_msg("%s has no line starting \"%s\"", ACL_DOC, start);
 }
 
-/* The README's operator and application users (of namespace prod), made
+/* The documented operator and application users (of namespace prod), made
  * on the server with `extra` appended to the application's line ("" for
  * none), and the library loaded by the operator with cq_fleet_load(). */
 static void documented_users(const char *extra) {
@@ -112,7 +112,7 @@ static void documented_users(const char *extra) {
     fail_msg("cq_fleet_load: %s: %s", cq_err_name(rc), cq_fleet_error());
 }
 
-/* A pool of namespace `ns` as the README's application user. */
+/* A pool of namespace `ns` as the documented application user. */
 static int open_as_app(const char *ns, cq_fleet_opts *o, cq_pool **out) {
   char url[400];
   snprintf(url, sizeof(url), "unix://cronoq:secret@%s", fleet_server.sock);
@@ -127,7 +127,7 @@ static cq_pool *app_pool(const char *ns) {
   cq_pool *p = NULL;
   int rc = open_as_app(ns, &o, &p);
   if (rc != 0)
-    fail_msg("open as the README's user: %s: %s", cq_err_name(rc),
+    fail_msg("open as the documented user: %s: %s", cq_err_name(rc),
              cq_fleet_error());
   return p;
 }
@@ -140,7 +140,7 @@ static void forget_users(void) {
 /* The documented ACL                                                        */
 /* ------------------------------------------------------------------------ */
 
-/* A second process of namespace prod, as the README's user, started before
+/* A second process of namespace prod, as the documented user, started before
  * the test's own pool (a process with threads may not fork under TSan):
  * once the licence is declared and held, it waits for it, says so, and
  * says when it is granted. */
@@ -179,7 +179,7 @@ static int waiter_main(void *arg, int fd) {
 int cq__fleet_fsck(cq_pool *pool, char *problems, size_t len); /* tests */
 uint64_t cq__fleet_beats(cq_pool *pool);
 
-/* The README's ACL lines, exactly as printed: the operator's user loads
+/* docs/OPERATIONS.md's ACL lines, exactly as printed: the operator's user loads
  * the library, and the application's runs open, try, a blocking acquire,
  * a release that wakes another process, heartbeats, stats and fsck (the
  * line once lacked +time, and then +publish). */
@@ -226,7 +226,7 @@ static void test_the_documented_acl_runs_every_operation_of_a_pool(void **st) {
   assert_cq_ok(cq__fleet_fsck(p, problems, sizeof(problems)));
   assert_string_equal(problems, "");
   assert_cq_ok(cq_pool_destroy(p));
-  /* cronoq acl prints the rules the README gives. */
+  /* cronoq acl prints the rules docs/OPERATIONS.md gives. */
   char rules[1024], app[2048];
   assert_cq_ok(cq_fleet_acl("prod", rules, sizeof(rules)));
   doc_line("ACL SETUSER cronoq ", app, sizeof(app));

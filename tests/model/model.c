@@ -1,6 +1,6 @@
 /*
  * The reference model (see model.h). Each function below is one sentence of
- * the README's specification, computed from the whole state:
+ * the specification (docs/POLICY.md), computed from the whole state:
  * - free(r) = capacity - held, never below 0;
  * - the claimant of r is the oldest waiter with a claim on r; for it
  *   min(free(r), its need) is withheld (device pools: the devices it
@@ -16,8 +16,9 @@
  *   change, whatever blocks them (units coming back anywhere, a new head or
  *   S, a capacity change).
  *
- * Points the README leaves open, where the model follows the library's own
- * choices (each is said again at its line). Everything else is the README:
+ * Points the specification leaves open, where the model follows the library's
+ * own choices (each is said again at its line). Everything else is the
+ * specification:
  * - Resource order: device pools first, then budgets and classes as one
  *   group, in the order added (not budgets, then classes) (order_key()).
  * - Deadlines: a deadline equal to now has passed. An expiry lets every
@@ -34,10 +35,10 @@
  *   thousandths on the devices its claimant reserves (m_withheld()).
  * - Holding for ever (backfill): a holder whose limit ends at or before the
  *   moment S is computed, and that still holds, counts as holding for ever
- *   (the library marks a grant overdue at its limit end; the README does not
- *   say whether "within" the limit includes its end). What was computed
- *   then is kept until S is computed again, so the model judges by the time
- *   of that computation, not by now (head_fits_at()).
+ *   (the library marks a grant overdue at its limit end; the specification does
+ * not say whether "within" the limit includes its end). What was computed then
+ * is kept until S is computed again, so the model judges by the time of that
+ * computation, not by now (head_fits_at()).
  * - When S is first computed ("when first needed"): at the end of every
  *   sweep that leaves two waiters or more, and when a request with a limit
  *   arrives that is not covered. A head waiting alone has none yet (sweep(),
@@ -51,14 +52,14 @@
  *   (counted_by(), shadow_refresh(), m_release()).
  * - A head is a waiter and its arrival: one that leaves and comes back is a
  *   new head, with a new S and no excuse carried over (shadow_refresh()).
- * - The README's exceptions to the promise, as the model applies them
+ * - The specification's exceptions to the promise, as the model applies them
  *   (shadow_check_grant(), capacity_shrank()): the model does not follow
  *   which device S counts on, so it takes any ordinary grant on a device
  *   pool the head has claimed, once S is computed, as the device exception,
  *   and counts those late heads apart (device_late_heads; test_model.c keeps
  *   a program that shows one); and any capacity shrunk, or device taken
  *   offline, while the head has a computed S excuses it, whether or not the
- *   head needs that resource. Both are coarser than the README: they can
+ *   head needs that resource. Both are coarser than the specification: they can
  *   only excuse a late head, never make the model grant differently, and
  *   late heads are still compared with cq_pool_stats.late_heads.
  */
@@ -104,7 +105,7 @@ static int find_item(const m_req *req, int res) {
   return -1;
 }
 
-/* Nothing is free while a lone grant holds the budget (README, "lone
+/* Nothing is free while a lone grant holds the budget (docs/POLICY.md, "lone
  * requests": it runs alone, whatever the capacity does meanwhile). */
 static int64_t budget_free(const m_res *r) {
   if (r->lone_held)
@@ -141,7 +142,7 @@ static bool item_lone(const m_model *m, const m_item *it) {
 /* What an item needs of its budget or class: a class item needs one
  * worker; a lone request needs exactly the capacity, so it fits only when
  * nothing else holds the budget, and at least one unit, so that at a
- * capacity of 0 it waits (README, lone requests). */
+ * capacity of 0 it waits (docs/POLICY.md, lone requests). */
 static int64_t item_need(const m_model *m, const m_item *it) {
   const m_res *r = &m->res[it->res];
   if (r->kind == M_CLASS)
@@ -269,7 +270,7 @@ static uint32_t most_free(const m_res *r, int n, uint32_t taken) {
 
 /* The devices of `res` that the waiters claiming it and older than `seq`
  * reserve: each, in arrival order, reserves from what the older ones left
- * (README, "Reservation on devices"). A backfill (`ignore` is the head)
+ * (docs/POLICY.md, "Reservation on devices"). A backfill (`ignore` is the head)
  * respects only the oldest claimer's reservation, and not even that when
  * it is the head's: one claimant per resource, as on budgets. */
 static uint32_t reserved_before(const m_model *m, int res, uint64_t seq,
@@ -526,7 +527,7 @@ static void ungrant(m_model *m, int s) {
  * very devices; the others (no limit, or later) still hold. A holder whose
  * limit had ended by `base`, the time S was computed, and who still held
  * then, counts as holding for ever: its limit had passed (the library
- * marks such a grant overdue at its end; the README does not say whether
+ * marks such a grant overdue at its end; the specification does not say whether
  * "within" the limit includes its end). The library keeps what it
  * computed at `base` until something makes it compute S again, so the
  * model judges by `base` too, not by now.
@@ -582,7 +583,7 @@ static bool head_fits_at(const m_model *m, int h, int64_t t, int64_t base,
   return true;
 }
 
-/* The holders whose release makes S be computed again. The README says
+/* The holders whose release makes S be computed again. The specification says
  * "a holder that counted in it"; the library counts every holder present
  * when S was computed (one that ends after S shapes what the head finds at
  * S too, and its early release can bring S earlier), and none when S is
@@ -615,8 +616,9 @@ static int64_t shadow_compute(const m_model *m, int h, uint32_t *counted) {
 /* A new head starts a new shadow; a stale one is computed again, keeping
  * the earlier. The library computes S at the end of every sweep that
  * leaves two waiters or more, and when a request with a limit arrives that
- * is not covered (README: "computed when first needed"); the interpreter
- * calls this at the same points so that the sticky value matches. */
+ * is not covered (docs/POLICY.md: "computed when first needed"); the
+ * interpreter calls this at the same points so that the sticky value matches.
+ */
 static void shadow_refresh(m_model *m) {
   m_shadow *sh = &m->shadow;
   int h = m_head(m);
@@ -690,7 +692,7 @@ static bool backfill_ok(m_model *m, int s, uint64_t seq) {
 
 /*
  * The promise, checked when a grant is made: the head granted after its
- * sticky S is late; late is allowed only when one of the README's
+ * sticky S is late; late is allowed only when one of the specification's
  * exceptions applies. Grants made while the head waits are watched for
  * them:
  * - an ordinary grant of a resource the head names but had not claimed;
@@ -776,7 +778,7 @@ static bool backfill_pass(m_model *m) {
 /* After every change that can let a waiter fit: examine the oldest waiter
  * whose blocker covers it until none does; then, with backfill and a head
  * with someone behind it, let waiters pass the head where the rule allows
- * (README: "Units coming back anywhere let the waiters behind H try
+ * (docs/POLICY.md: "Units coming back anywhere let the waiters behind H try
  * again, whatever blocked them"), and sweep again if that granted any.
  * A pass that grants nothing changes nothing, so the model passes after
  * every change rather than deciding which changes could matter. */
@@ -983,7 +985,7 @@ static void capacity_changed(m_model *m) {
 
 /* A capacity that shrinks, or a device that goes offline, after the head's
  * S was computed may delay it past S: S never moves later, but the head no
- * longer fits at it. The README's promise excepts it. (A shrink before S
+ * longer fits at it. The specification's promise excepts it. (A shrink before S
  * is computed is in S, and excuses nothing; a head that changed since S
  * was computed gets a new shadow, excuse cleared, when next needed.) */
 static void capacity_shrank(m_model *m) {
@@ -1012,7 +1014,7 @@ int m_set_online(m_model *m, int res, int dev, bool online) {
 }
 
 /* Every waiter whose deadline has passed leaves (earliest deadline first,
- * then oldest), and only then the sweep runs. The README does not say
+ * then oldest), and only then the sweep runs. The specification does not say
  * whether a waiter whose deadline passed may still be granted by the
  * departure of another that expires in the same call; the library expires
  * them all first, and so does the model. */

@@ -1,5 +1,6 @@
 /*
- * A reference model of libcronoq's waiting policy, written from the README
+ * A reference model of libcronoq's waiting policy, written from the
+ * specification (docs/POLICY.md)
  * ("The waiting policy: FIFO with reservation", "Device pools", "Live
  * capacity changes", "Backfill") and not from the library's code. It is a
  * second implementation meant to be obviously right rather than fast: every
@@ -11,9 +12,9 @@
  *
  * The model knows nothing of names or threads: resources and grants are
  * small integers (slots), and time is the interpreter's virtual clock.
- * Where the README leaves a point open, the model follows what the library
- * does; the top of model.c lists every such point, and the comment at its
- * line says so again.
+ * Where the specification leaves a point open, the model follows what the
+ * library does; the top of model.c lists every such point, and the comment at
+ * its line says so again.
  */
 #ifndef CRONOQ_TEST_MODEL_H
 #define CRONOQ_TEST_MODEL_H
@@ -89,7 +90,7 @@ typedef struct m_out {
   int status;
 } m_out;
 
-/* The head's shadow time (README, "Backfill"). */
+/* The head's shadow time (docs/POLICY.md, "Backfill"). */
 typedef struct m_shadow {
   int head;            /* the slot S belongs to; -1: none */
   uint64_t seq;        /* ... and its arrival, so a new attempt is a new head */
@@ -120,7 +121,7 @@ typedef struct m_model {
   /* Heads granted after S (cq_pool_stats.late_heads). */
   uint64_t late_heads;
   /* ... of which only an ordinary grant on a device pool the head claimed
-   * explains it (one of the README's exceptions, see model.c). */
+   * explains it (one of the specification's exceptions, see model.c). */
   uint64_t device_late_heads;
   /* Callbacks of the current operation, in the order they run. */
   int nouts;

@@ -13,7 +13,7 @@
  * check_capacity() for a capacity shrunk below what is held), in-use = the
  * sum of the grants, withheld within the waiters' needs and the free units,
  * no partial grants, and, with backfill and every holder keeping its limit,
- * no head granted after its sticky shadow time except where the README
+ * no head granted after its sticky shadow time except where the specification
  * allows it. A failure is recorded with its kind (enum mo_fail), so that
  * the shrinker keeps only programs that fail the same way.
  *
@@ -329,8 +329,8 @@ static void check_whole_grant(run *r, int s) {
 /*
  * In use within capacity, on a budget or class (d < 0) or on device d of a
  * device pool (capacity: a whole device online, nothing offline). The
- * README lets a capacity shrink below what is held ("nothing is taken from
- * holders"), and a device go offline under its holders; then in use stays
+ * docs/POLICY.md lets a capacity shrink below what is held ("nothing is taken
+ * from holders"), and a device go offline under its holders; then in use stays
  * above capacity until they release, but nothing may be granted there while
  * it is, and in use may not grow. `granted`: the operation granted
  * something there (seen by the library or the model). A device in use
@@ -459,8 +459,8 @@ static void compare(run *r, uint32_t granted_now) {
       check_capacity(r, i, -1, st.capacity, st.in_use,
                      ((granted_now | lib_res) >> i) & 1);
     /* Budgets and classes withhold at most the claimant's need and what is
-     * free; device pools withhold whole devices (README, "Reservation on
-     * devices"), checked per device below. */
+     * free; device pools withhold whole devices (docs/POLICY.md, "Reservation
+     * on devices"), checked per device below. */
     if (res->kind != M_DEVICES &&
         (st.withheld > m_waiters_need(m, i) ||
          (st.withheld > 0 && st.withheld > st.capacity - st.in_use)))
@@ -901,8 +901,8 @@ int mo_run(uint8_t flags, const mo_op *ops, size_t n, FILE *trace,
   cfg.clock_arg = &r;
   /* Flags bit 4: an event hook, which turns the lock-free paths off (every
    * acquire and release takes the lock), so both paths are compared. A
-   * backfill pool never takes them (README, "Hold limits": the shadow time
-   * must see every grant and every release), hook or not. */
+   * backfill pool never takes them (docs/POLICY.md, "Hold limits": the shadow
+   * time must see every grant and every release), hook or not. */
   if (flags & 4)
     cfg.on_event = on_event;
   if (cq_pool_create(&r.pool, &cfg) != 0) {

@@ -1,7 +1,7 @@
 #!lua
 -- The fleet pool's policy, shared by every operation's script: each
 -- script is this prelude followed by the operation's own body (the
--- build joins them). It is the README's specification ("The waiting
+-- build joins them). It is the specification (docs/POLICY.md) ("The waiting
 -- policy: FIFO with reservation", "Device pools") carried out on state
 -- kept in Redis, so that every process that opens a namespace obeys the
 -- same rule as one in-process pool. The in-process implementation is

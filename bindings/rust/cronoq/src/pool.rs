@@ -230,7 +230,7 @@ impl Pool {
         })
     }
 
-    /// Change a budget's capacity while in use (see the README, "Live
+    /// Change a budget's capacity while in use (see docs/GUIDE.md, "Live
     /// capacity changes").
     pub fn set_capacity(&self, name: &str, capacity: i64) -> Result<(), Error> {
         self.named(name, |p, n| unsafe { sys::cq_budget_set_capacity(p, n, capacity) })

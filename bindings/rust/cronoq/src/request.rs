@@ -108,7 +108,7 @@ impl<'p> Request<'p> {
     }
 
     /// Declare a hold limit (rounded up to a millisecond): every grant is
-    /// released within it. `None` removes it. See the README, "Backfill".
+    /// released within it. `None` removes it. See docs/POLICY.md, "Backfill".
     pub fn set_hold_limit(&mut self, limit: Option<Duration>) -> Result<&mut Self, Error> {
         let ms = match limit {
             None => 0,
