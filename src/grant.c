@@ -337,10 +337,13 @@ static int lock_grant(cq_pool *pool, cq_grant *grant, uint8_t state,
   if (pool == NULL || grant == NULL)
     return CQ_EINVAL;
   struct cq__grant *g = cq__grant_of(grant);
-  /* A backend's grant is not this pool's: its backend is asked its state
-   * without this pool's lock. */
-  if (cq__gstate(g) == CQ__G_REMOTE)
-    return check_bound(pool, grant, state);
+  /* A backend's grant is never an in-process pool's: its backend is asked
+   * its state, for the answer an in-process pool gives, without this
+   * pool's lock. */
+  if (cq__gstate(g) == CQ__G_REMOTE) {
+    int rc = check_bound(pool, grant, state);
+    return rc != 0 ? rc : CQ_EPOOL;
+  }
   cq__mutex_lock(&pool->lock);
   int rc = check_bound(pool, grant, state);
   if (rc != 0) {
