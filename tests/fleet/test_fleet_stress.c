@@ -1087,8 +1087,12 @@ static void stress_run(bool restarts) {
   long made_at_restart = 0;
   int64_t give_up =
       cq_now() + 60000 + target * 10 + (int64_t)n_restarts * 20000;
+  /* Grants made between two restarts, and after the last one, so that
+   * each restart has grants on both sides to order. */
+  long gap = target / (2 * (n_restarts + 1)) + 1;
   while ((long)atomic_load(&sh->grants) < target || kills < min_events ||
-         pauses < min_events || rs.n < n_restarts) {
+         pauses < min_events || rs.n < n_restarts ||
+         (rs.n > 0 && (long)atomic_load(&sh->grants) - made_at_restart < gap)) {
     if (cq_now() > give_up)
       fail_msg("the run stalled: %" PRIu64 " grants of %ld, %d restarts",
                atomic_load(&sh->grants), target, rs.n);
@@ -1102,7 +1106,7 @@ static void stress_run(bool restarts) {
      * last one (its quarantine over), so that some are held across it. */
     long made = (long)atomic_load(&sh->grants);
     if (rs.n < n_restarts && made >= target * (rs.n + 1) / (n_restarts + 1) &&
-        made - made_at_restart >= target / (2 * (n_restarts + 1)) + 1) {
+        made - made_at_restart >= gap) {
       held_across += restart_server(w, &seed, &rs);
       made_at_restart = (long)atomic_load(&sh->grants);
       continue;
