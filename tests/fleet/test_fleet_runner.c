@@ -5,9 +5,15 @@
  * each with its own host's gpu. Every job writes when it starts and ends;
  * at no moment do more than 2 jobs run, across both runners, every job
  * runs and succeeds, and each job sees its own host's device in
- * CUDA_VISIBLE_DEVICES. A third runner, whose --resources gives the
- * licence another capacity, stops at start with the namespace's value in
- * its message.
+ * CUDA_VISIBLE_DEVICES. A third runner, whose --resources declares the
+ * licence as another kind of resource (a class), stops at start with what
+ * the namespace has in its message (another capacity is accepted: the
+ * namespace keeps its live one). The first runners pass --new-namespace (no
+ * process used "demo" before on this test's own server), so that the first
+ * grant comes at once instead of after a new namespace's quarantine.
+ *
+ * Then -j on a fleet pool: each runner's own, as in GNU parallel, not a
+ * budget of the namespace; and a runner says at start which limits apply.
  *
  * Usage: test_fleet_runner PATH-TO-CRONOQ-RUN
  */
@@ -64,8 +70,9 @@ static pid_t runner(const char *exe, const char *host, const char *resources,
       _exit(126);
     setenv("CRONOQ_HOST", host, 1);
     setenv("CRONOQ_NUM_GPUS", "1", 1);
-    execl(exe, exe, "--pool", srv.url, "--namespace", "demo", "--resources",
-          resources, "--summary", "none", "--no-progress", jobs, (char *)NULL);
+    execl(exe, exe, "--pool", srv.url, "--namespace", "demo", "--new-namespace",
+          "--resources", resources, "--summary", "none", "--no-progress", jobs,
+          (char *)NULL);
     fprintf(stderr, "exec %s: %s\n", exe, strerror(errno));
     _exit(127);
   }
@@ -85,6 +92,7 @@ static int wait_ok(pid_t pid) { return wait_exit(pid) == 0; }
 /* Run cronoq-run with `args` (NULL-terminated, after the program's name),
  * its stdout and stderr into `out`; its exit status, or -1. */
 static int run_into(const char *exe, const char *const *args, const char *out) {
+  fflush(stdout); /* the child's freopen() would write what is buffered */
   pid_t pid = fork();
   if (pid < 0)
     die("fork");
@@ -162,6 +170,126 @@ static void test_the_runner_never_shows_a_password(const char *exe,
   printf("ok: no password in the runner's messages\n");
 }
 
+/*
+ * -j is each runner's own on a fleet pool: two runners of one namespace,
+ * with -j 2 and -j 4, run 2 and 4 of their jobs at once, never more. Each
+ * job marks its start and end in a log and waits, at a barrier, until as
+ * many jobs of its runner have started as its -j allows (giving up after
+ * 20 s), so that each peak must be reached, whatever the timing; A starts
+ * first, and its jobs also wait for one of B's, so that the two run at
+ * once. Before, -j declared a budget `jobs` in the namespace, which the
+ * first runner sized: B's -j 4 was capped at A's 2, its jobs queued behind
+ * A's, and A's gave up at the barrier. Each runner says at start, in one
+ * line on stderr, that its -j is its own and what the namespace shares.
+ */
+static void test_j_is_each_runners_own_on_a_fleet_pool(const char *exe) {
+  static const struct {
+    const char *tag, *j, *also; /* also: a barrier on the other runner */
+    int limit, jobs;
+  } rs[] = {{"A", "2", " || [ $(grep -c '^S B' LOG) -lt 1 ]", 2, 4},
+            {"B", "4", "", 4, 8}};
+  char log[300], jobs[2][300], err[2][300];
+  snprintf(log, sizeof(log), "%s/j.log", dir);
+  pid_t pids[2];
+  for (int i = 0; i < 2; i++) {
+    snprintf(jobs[i], sizeof(jobs[i]), "%s/j-jobs-%s", dir, rs[i].tag);
+    snprintf(err[i], sizeof(err[i]), "%s/j-%s.err", dir, rs[i].tag);
+    FILE *f = fopen(jobs[i], "w");
+    if (f == NULL)
+      die("cannot write a job file");
+    for (int k = 0; k < rs[i].jobs; k++)
+      fprintf(f,
+              "LOG=%s; echo S %s >> $LOG; i=0; while [ $(grep -c '^S %s' "
+              "$LOG) -lt %d ]%s; do i=$((i + 1)); [ $i -gt 400 ] && exit 99; "
+              "sleep 0.05; done; echo E %s >> $LOG\n",
+              log, rs[i].tag, rs[i].tag, rs[i].limit, rs[i].also, rs[i].tag);
+    fclose(f);
+  }
+  for (int i = 0; i < 2; i++) {
+    pids[i] = fork();
+    if (pids[i] < 0)
+      die("fork");
+    if (pids[i] == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (freopen(err[i], "w", stderr) == NULL)
+        _exit(126);
+      /* "demo" exists by now: no --new-namespace, and no quarantine. */
+      execl(exe, exe, "--pool", srv.url, "--namespace", "demo", "-j", rs[i].j,
+            "--summary", "none", "--no-progress", jobs[i], (char *)NULL);
+      _exit(127);
+    }
+    /* B once A runs, so that A declared first what it declares. */
+    for (int tries = 0; i == 0 && tries < 600; tries++) {
+      FILE *l = fopen(log, "r");
+      char first[8] = "";
+      if (l != NULL) {
+        if (fgets(first, sizeof(first), l) == NULL)
+          first[0] = '\0';
+        fclose(l);
+      }
+      if (first[0] == 'S')
+        break;
+      usleep(50000);
+    }
+  }
+  int status[2];
+  for (int i = 0; i < 2; i++)
+    status[i] = wait_exit(pids[i]);
+  for (int i = 0; i < 2; i++) {
+    char want[200];
+    snprintf(want, sizeof(want),
+             "cronoq-run: limits: -j %s, this runner's own; shared in "
+             "namespace \"demo\": licence=2",
+             rs[i].j);
+    if (!file_has(err[i], want)) {
+      printf("runner %s said: %s", rs[i].tag, file_text);
+      die("a runner does not say that its -j is its own");
+    }
+  }
+  FILE *f = fopen(log, "r");
+  if (f == NULL)
+    die("no log of the -j jobs");
+  int running[2] = {0, 0}, peak[2] = {0, 0}, started[2] = {0, 0};
+  char line[64];
+  while (fgets(line, sizeof(line), f) != NULL) {
+    int i = line[2] == 'B';
+    running[i] += line[0] == 'S' ? 1 : -1;
+    started[i] += line[0] == 'S';
+    if (running[i] > peak[i])
+      peak[i] = running[i];
+  }
+  fclose(f);
+  for (int i = 0; i < 2; i++) {
+    printf("runner %s, -j %s: exit %d, %d of %d jobs started, at most %d at "
+           "once\n",
+           rs[i].tag, rs[i].j, status[i], started[i], rs[i].jobs, peak[i]);
+    if (status[i] != 0 || started[i] != rs[i].jobs || peak[i] != rs[i].limit)
+      die("a runner's -j is not its own");
+  }
+  printf("ok: -j is each runner's own on a fleet pool\n");
+}
+
+/* --new-namespace reaches the server: the namespace a runner creates with
+ * it is not quarantined (the last field of its head is the quarantine's
+ * end, 0 for none). */
+static void
+test_new_namespace_creates_it_without_a_quarantine(const char *exe) {
+  char out[300], head[128];
+  snprintf(out, sizeof(out), "%s/runner-new.out", dir);
+  const char *args[] = {"--pool", srv.url,           "--namespace",
+                        "fresh",  "--new-namespace", "--summary",
+                        "none",   "/dev/null",       NULL};
+  if (run_into(exe, args, out) != 0)
+    die("a runner with --new-namespace failed");
+  cqr_str(&srv, head, sizeof(head), "HGET", "cq:{fresh}:meta", "head", NULL);
+  const char *last = strrchr(head, ' ');
+  if (last == NULL || strcmp(last, " 0") != 0) {
+    printf("head: %s\n", head);
+    die("a namespace made with --new-namespace is quarantined");
+  }
+  printf("ok: --new-namespace: no quarantine\n");
+}
+
 struct ev {
   long long t;
   int start;
@@ -191,30 +319,41 @@ int main(int argc, char **argv) {
   /* Both runners start at once with the same resources: each declares the
    * shared licence (whichever comes second finds it and is accepted) and
    * its own host's gpu. */
-  pid_t a = runner(argv[1], "hostA", "licence=2,gpu=1", jobs_a, NULL);
-  pid_t b = runner(argv[1], "hostB", "licence=2,gpu=1", jobs_b, NULL);
+  char err_a[300], err_b[300];
+  snprintf(err_a, sizeof(err_a), "%s/runner-a.err", dir);
+  snprintf(err_b, sizeof(err_b), "%s/runner-b.err", dir);
+  pid_t a = runner(argv[1], "hostA", "licence=2,gpu=1", jobs_a, err_a);
+  pid_t b = runner(argv[1], "hostB", "licence=2,gpu=1", jobs_b, err_b);
   int ok_a = wait_ok(a), ok_b = wait_ok(b);
   if (!ok_a || !ok_b)
     die("a runner failed");
+  /* Each says what the namespace shares, and that the gpu is its host's. */
+  if (!file_has(err_a, "shared in namespace \"demo\": licence=2") ||
+      !file_has(err_a, "gpu@hostA=1")) {
+    printf("runner A said: %s", file_text);
+    die("a runner does not say which limits are shared");
+  }
 
-  /* A third runner that declares the licence otherwise stops at start
+  /* A third runner that declares the licence as a class stops at start
    * (exit 2), saying what the namespace has; it runs nothing. */
   char err_c[300], msg[512] = "";
   snprintf(err_c, sizeof(err_c), "%s/runner-c.err", dir);
-  if (wait_exit(runner(argv[1], "hostC", "licence=3,gpu=1", jobs_a, err_c)) !=
-      2)
+  if (wait_exit(runner(argv[1], "hostC", "licence:class=2,gpu=1", jobs_a,
+                       err_c)) != 2)
     die("a runner with a conflicting licence did not stop with exit 2");
   FILE *e = fopen(err_c, "r");
   if (e == NULL || fgets(msg, sizeof(msg), e) == NULL)
     die("the conflicting runner said nothing");
   fclose(e);
-  if (strstr(msg, "\"licence\" has capacity 2 in namespace \"demo\", not 3") ==
-      NULL) {
+  if (strstr(msg, "\"licence\" is a budget in namespace \"demo\", not a "
+                  "class") == NULL) {
     printf("message: %s", msg);
-    die("the conflicting runner's message does not name both capacities");
+    die("the conflicting runner's message does not name both kinds");
   }
 
   test_the_runner_never_shows_a_password(argv[1], jobs_a);
+  test_j_is_each_runners_own_on_a_fleet_pool(argv[1]);
+  test_new_namespace_creates_it_without_a_quarantine(argv[1]);
 
   FILE *f = fopen(log_path, "r");
   if (f == NULL)

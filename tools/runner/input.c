@@ -1,6 +1,6 @@
 /*
- * The input: job-file lines, or a template's arguments (one per line, or
- * after ":::" on the command line).
+ * The input: job-file lines, or a template's values (args.c makes jobs of
+ * them): one per line, or the words after ":::" on the command line.
  *
  * Without --follow the whole input is read before the run starts, so that
  * the number of jobs is known (for the progress line's ETA and --halt
@@ -18,46 +18,38 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Where the lines come from: NULL for standard input. */
+/* Where the lines come from, for a job file or a template's one source
+ * read as it comes: NULL for standard input. */
 static const char *source_path(const struct options *o) {
-  const char *path = o->template_words != NULL ? o->argfile : o->jobfile;
+  const char *path = o->template_words == NULL ? o->jobfile
+                     : o->n_sources > 0        ? o->sources[0].path
+                                               : NULL;
   return path != NULL && strcmp(path, "-") != 0 ? path : NULL;
 }
 
 /* One line read (owned from now on): a job, submitted at once when the
- * run has started. */
+ * run has started, or a template's value. */
 static void add_line(struct runner *r, char *text) {
   r->input_line++;
+  if (r->o->template_words != NULL) {
+    args_value(r, text);
+    return;
+  }
   bool skipped;
-  struct job *job = job_add(
-      r, text, r->o->template_words != NULL ? 0 : r->input_line, &skipped);
+  struct job *job = job_add(r, text, r->input_line, &skipped);
   if (job != NULL && r->started)
     job_submit(job);
 }
 
-int input_read_all(struct runner *r) {
-  const struct options *o = r->o;
-  if (o->args != NULL) {
-    for (int i = 0; i < o->n_args; i++) {
-      char *arg = strdup(o->args[i]);
-      if (arg == NULL) {
-        fprintf(stderr, "cronoq-run: out of memory\n");
-        return 2;
-      }
-      add_line(r, arg);
-    }
-    return 0;
-  }
-  const char *path = source_path(o);
+static void add_line_cb(void *ctx, char *line) { add_line(ctx, line); }
+
+int input_lines(const char *path, void (*each)(void *ctx, char *line),
+                void *ctx) {
+  if (path != NULL && strcmp(path, "-") == 0)
+    path = NULL;
   FILE *in = path != NULL ? fopen(path, "r") : stdin;
   if (in == NULL) {
-    /* One word is a job file; a command needs an argument or a marker. */
-    bool hint = errno == ENOENT && o->template_words == NULL;
-    fprintf(stderr, "cronoq-run: %s: %s%s%s%s\n", path, strerror(errno),
-            hint ? " (a job file; to run a command once per argument, write "
-                   "'"
-                 : "",
-            hint ? path : "", hint ? " {}' or add ::: ARG...)" : "");
+    fprintf(stderr, "cronoq-run: %s: %s\n", path, strerror(errno));
     return 2;
   }
   char *buf = NULL;
@@ -67,7 +59,7 @@ int input_read_all(struct runner *r) {
   while ((got = getline(&buf, &cap, in)) >= 0) {
     while (got > 0 && (buf[got - 1] == '\n' || buf[got - 1] == '\r'))
       buf[--got] = '\0';
-    add_line(r, buf); /* the job keeps getline()'s buffer */
+    each(ctx, buf); /* it keeps getline()'s buffer */
     buf = NULL;
     cap = 0;
   }
@@ -79,6 +71,40 @@ int input_read_all(struct runner *r) {
   free(buf);
   if (path != NULL)
     fclose(in);
+  return status;
+}
+
+int input_read_all(struct runner *r) {
+  const struct options *o = r->o;
+  if (o->template_words != NULL && args_whole(o))
+    return args_read_all(r);
+  if (o->template_words != NULL && o->n_sources == 1 &&
+      o->sources[0].path == NULL) {
+    const struct arg_source *src = &o->sources[0];
+    for (int i = 0; i < src->n_words; i++) {
+      char *arg = strdup(src->words[i]);
+      if (arg == NULL) {
+        fprintf(stderr, "cronoq-run: out of memory\n");
+        return 2;
+      }
+      args_value(r, arg);
+    }
+    args_end(r);
+    return 0;
+  }
+  const char *path = source_path(o);
+  if (path != NULL && o->template_words == NULL && access(path, R_OK) != 0 &&
+      errno == ENOENT) {
+    /* One word is a job file; a command needs an argument or a marker. */
+    fprintf(stderr,
+            "cronoq-run: %s: %s (a job file; to run a command once per "
+            "argument, write '%s {}' or add ::: ARG...)\n",
+            path, strerror(errno), path);
+    return 2;
+  }
+  int status = input_lines(path, add_line_cb, r);
+  if (o->template_words != NULL)
+    args_end(r);
   return status;
 }
 
@@ -133,6 +159,8 @@ static void on_input(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
       console_msg(r, "cronoq-run: reading the input: %s",
                   uv_strerror((int)nread));
     take_lines(r, true);
+    if (r->o->template_words != NULL)
+      args_end(r);
     input_close(r);
     runner_input_done(r);
   }

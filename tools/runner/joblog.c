@@ -97,6 +97,8 @@ int joblog_open(struct runner *r) {
       }
     }
   }
+  if (r->o->dry_run)
+    return 0; /* it only skips what the joblog has */
   r->joblog = fopen(path, r->o->resume != RESUME_NONE ? "a" : "w");
   if (r->joblog == NULL) {
     fprintf(stderr, "cronoq-run: --joblog %s: %s\n", path, strerror(errno));

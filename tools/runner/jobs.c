@@ -20,6 +20,14 @@
  * column of the line. A spec with no item left, and a plain command, ask
  * what the default request says (--request; one unit of the -j budget).
  *
+ * A template job has the values args.c gathered for it: its records (one,
+ * or more with -n and -X), each the fields of one combination of the input
+ * sources. Its command is the template with GNU parallel's placeholders
+ * filled in: {} and its forms take every field, {N} and its forms the
+ * N-th; under -X a word with a value's placeholder is repeated once per
+ * record; a template without any placeholder has the fields appended.
+ * Each field is quoted for the shell, never the template's own text.
+ *
  * A job is allocated on its own and never moves: its cq_req and cq_uv_req
  * are caller-owned storage that must stay put while they wait or hold.
  */
@@ -157,6 +165,7 @@ static void parse_line(struct job *job, cq_pool *pool, const char *fallback) {
   if (take_runner_items(job, spec) == 0) {
     bool empty = spec[strspn(spec, " \t")] == '\0';
     const char *request = empty ? fallback : spec;
+    job->default_request = empty;
     if (cq_req_init(&job->req, pool) != 0 ||
         cq_req_parse(&job->req, request) != 0) {
       /* A single word without '=' may be a command with " -- " in it. */
@@ -176,17 +185,9 @@ static void parse_line(struct job *job, cq_pool *pool, const char *fallback) {
   free(spec);
 }
 
-struct job *job_add(struct runner *r, char *text, size_t line, bool *skipped) {
-  const struct options *o = r->o;
-  *skipped = false;
-  if (line > 0) {
-    const char *p = text + strspn(text, " \t");
-    if (*p == '\0' || *p == '#') {
-      free(text);
-      *skipped = true;
-      return NULL;
-    }
-  }
+/* A new job at the end of the list, holding `text` (taken, also on
+ * failure); NULL when out of memory (printed). */
+static struct job *job_new(struct runner *r, char *text) {
   if (r->n_jobs == r->jobs_cap) {
     size_t cap = r->jobs_cap > 0 ? 2 * r->jobs_cap : 64;
     struct job **more = realloc(r->jobs, cap * sizeof(*more));
@@ -207,29 +208,86 @@ struct job *job_add(struct runner *r, char *text, size_t line, bool *skipped) {
   r->jobs[r->n_jobs++] = job;
   job->runner = r;
   job->seq = r->n_jobs;
-  job->line = line;
   job->text = text;
-  job->timeout_ms = o->timeout_ms;
-  if (line > 0) {
-    parse_line(job, r->pool, r->default_request);
-  } else {
-    job->arg = text;
-    job->templ = NULL; /* the template of the options */
-    job->spec = strdup("");
-    if (job->spec == NULL || cq_req_init(&job->req, r->pool) != 0 ||
-        cq_req_parse(&job->req, r->default_request) != 0)
-      parse_failed(job, job->spec == NULL ? "out of memory"
-                                          : cq_req_error(&job->req));
-    else
-      job->state = JOB_WAITING;
-  }
-  /* The promise backfill goes by: released by the time SIGKILL is sent. */
-  if (job->state == JOB_WAITING && job->timeout_ms > 0)
+  job->timeout_ms = r->o->timeout_ms;
+  return job;
+}
+
+/* What every job gets once its request is read. */
+static void job_ready(struct job *job) {
+  const struct runner *r = job->runner;
+  const struct options *o = r->o;
+  /* The promise backfill goes by: released by the time SIGKILL is sent.
+   * Not with --delay: a granted job may wait its turn to start. */
+  if (job->state == JOB_WAITING && job->timeout_ms > 0 && o->delay_ms == 0)
     (void)cq_req_set_hold_limit(&job->req, job->timeout_ms + o->kill_grace_ms);
   if (job->state == JOB_WAITING && joblog_skips(r, job->seq))
     job->state = JOB_SKIPPED;
   job->command =
-      job->state == JOB_PARSE_ERROR ? strdup(text) : job_command(job);
+      job->state == JOB_PARSE_ERROR ? strdup(job->text) : job_command(job);
+}
+
+struct job *job_add(struct runner *r, char *text, size_t line, bool *skipped) {
+  *skipped = false;
+  const char *p = text + strspn(text, " \t");
+  if (*p == '\0' || *p == '#') {
+    free(text);
+    *skipped = true;
+    return NULL;
+  }
+  struct job *job = job_new(r, text);
+  if (job == NULL)
+    return NULL;
+  job->line = line;
+  parse_line(job, r->pool, r->default_request);
+  job_ready(job);
+  return job;
+}
+
+void job_args_free(struct job_args *a) {
+  for (size_t i = 0; i < a->n_fields; i++)
+    free(a->fields[i]);
+  free(a->fields);
+  free(a->rec_at);
+  memset(a, 0, sizeof(*a));
+}
+
+struct job *job_add_args(struct runner *r, struct job_args *a) {
+  struct job_args args = *a;
+  memset(a, 0, sizeof(*a));
+  /* Its label: the values, joined by blanks. */
+  struct strbuf sb = {0};
+  for (size_t i = 0; i < args.n_fields; i++) {
+    sb_puts(&sb, i > 0 ? " " : "");
+    sb_puts(&sb, args.fields[i]);
+  }
+  char *label = sb_take(&sb);
+  if (label == NULL || args.failed) {
+    free(label);
+    job_args_free(&args);
+    console_msg(r, "cronoq-run: out of memory\n");
+    return NULL;
+  }
+  struct job *job = job_new(r, label);
+  if (job == NULL) {
+    job_args_free(&args);
+    return NULL;
+  }
+  job->arg = label;
+  job->fields = args.fields;
+  job->n_fields = args.n_fields;
+  job->rec_at = args.rec_at;
+  job->n_records = args.n_records;
+  job->templ = NULL; /* the template of the options */
+  job->default_request = true;
+  job->spec = strdup("");
+  if (job->spec == NULL || cq_req_init(&job->req, r->pool) != 0 ||
+      cq_req_parse(&job->req, r->default_request) != 0)
+    parse_failed(job,
+                 job->spec == NULL ? "out of memory" : cq_req_error(&job->req));
+  else
+    job->state = JOB_WAITING;
+  job_ready(job);
   return job;
 }
 
@@ -237,39 +295,114 @@ struct job *job_add(struct runner *r, char *text, size_t line, bool *skipped) {
 /* Templates                                                                 */
 /* ------------------------------------------------------------------------ */
 
-/* The parts of a path argument: {.} {/} {//} {/.}. */
-static void put_part(struct strbuf *sb, const char *arg, const char *mark) {
+size_t template_mark(const char *p, struct mark *m) {
+  static const struct {
+    const char *text;
+    enum mark_part part;
+  } parts[] = {{"}", PART_ALL},
+               {".}", PART_NOEXT},
+               {"/}", PART_BASE},
+               {"//}", PART_DIR},
+               {"/.}", PART_BASE_NOEXT}};
+  if (p[0] != '{')
+    return 0;
+  m->part = PART_ALL;
+  m->column = 0;
+  if ((p[1] == '#' || p[1] == '%') && p[2] == '}') {
+    m->kind = p[1] == '#' ? MARK_SEQ : MARK_SLOT;
+    return 3;
+  }
+  const char *q = p + 1;
+  if (*q >= '1' && *q <= '9')
+    for (; *q >= '0' && *q <= '9'; q++)
+      if ((m->column = m->column * 10 + (size_t)(*q - '0')) > 1000000)
+        return 0;
+  for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+    size_t n = strlen(parts[i].text);
+    if (strncmp(q, parts[i].text, n) == 0) {
+      m->kind = MARK_ARG;
+      m->part = parts[i].part;
+      return (size_t)(q - p) + n;
+    }
+  }
+  return 0;
+}
+
+/* Whether word w has a placeholder: of a value, or with `any`, of any
+ * kind ({#} and {%} too). */
+static bool word_has_mark(const char *w, bool any) {
+  struct mark m;
+  for (; *w != '\0'; w++)
+    if (template_mark(w, &m) > 0 && (any || m.kind == MARK_ARG))
+      return true;
+  return false;
+}
+
+int template_mark_words(char *const *words, int n, bool any) {
+  int count = 0;
+  for (int i = 0; i < n; i++)
+    count += word_has_mark(words[i], any);
+  return count;
+}
+
+/* A part of a path value, quoted for the shell: {.} {/} {//} {/.}. */
+static void put_part(struct strbuf *sb, const char *arg, enum mark_part part) {
   const char *slash = strrchr(arg, '/');
   const char *base = slash != NULL ? slash + 1 : arg;
-  const char *from = strcmp(mark, "{.}") == 0 ? arg : base;
-  if (strcmp(mark, "{//}") == 0) {
-    if (slash == NULL) {
-      sb_put_shell_word(sb, ".");
-    } else {
-      char *dir = strndup(arg, slash == arg ? 1 : (size_t)(slash - arg));
-      if (dir == NULL)
-        sb->failed = true;
-      else
-        sb_put_shell_word(sb, dir);
-      free(dir);
-    }
-    return;
-  }
+  const char *from = part == PART_ALL || part == PART_NOEXT ? arg : base;
   size_t n = strlen(from);
-  if (strcmp(mark, "{/}") != 0) { /* without the extension */
+  if (part == PART_DIR) {
+    from = slash != NULL ? arg : ".";
+    n = slash == NULL ? 1 : slash == arg ? 1 : (size_t)(slash - arg);
+  } else if (part == PART_NOEXT || part == PART_BASE_NOEXT) {
     const char *dot = strrchr(from, '.');
     const char *last_slash = strrchr(from, '/');
     if (dot != NULL && dot != from && (last_slash == NULL || dot > last_slash))
       n = (size_t)(dot - from);
   }
-  char *part = strndup(from, n);
-  if (part == NULL)
+  char *text = strndup(from, n);
+  if (text == NULL)
     sb->failed = true;
   else
-    sb_put_shell_word(sb, part);
-  free(part);
+    sb_put_shell_word(sb, text);
+  free(text);
 }
 
+/* A template word with its placeholders filled in from the values
+ * f[0..n): {} all of them (blank separated), {N} the N-th ('' when there
+ * is none). */
+static void put_word(struct strbuf *sb, const struct job *job, const char *w,
+                     char *const *f, size_t n) {
+  while (*w != '\0') {
+    struct mark m;
+    size_t len = template_mark(w, &m);
+    if (len == 0) {
+      sb_putn(sb, w, 1);
+      w++;
+      continue;
+    }
+    if (m.kind == MARK_SEQ) {
+      sb_printf(sb, "%zu", job->seq);
+    } else if (m.kind == MARK_SLOT) {
+      sb_printf(sb, "%zu", job->slot);
+    } else if (m.column > n) {
+      sb_put_shell_word(sb, "");
+    } else if (m.column > 0) {
+      put_part(sb, f[m.column - 1], m.part);
+    } else {
+      for (size_t i = 0; i < n; i++) {
+        sb_puts(sb, i > 0 ? " " : "");
+        put_part(sb, f[i], m.part);
+      }
+    }
+    w += len;
+  }
+}
+
+/* The command of a template job: each word with its placeholders filled
+ * in from all the job's values, or under -X, a word with a value's
+ * placeholder repeated once per record; without any placeholder ({#}
+ * counts), the values appended. */
 char *job_command(const struct job *job) {
   const struct runner *r = job->runner;
   const struct options *o = r->o;
@@ -277,42 +410,26 @@ char *job_command(const struct job *job) {
     return strdup(job->templ);
   if (job->arg == NULL)
     return strdup(job->text); /* a line that could not be parsed */
-  static const char *const marks[] = {"{//}", "{/.}", "{}", "{.}",
-                                      "{/}",  "{#}",  "{%}"};
+  size_t n = o->max_args == 0 ? 0 : job->n_fields; /* -n 0: none */
   struct strbuf sb = {0};
-  bool used_arg = false;
   for (int w = 0; w < o->n_template_words; w++) {
-    if (w > 0)
-      sb_puts(&sb, " ");
-    const char *p = o->template_words[w];
-    while (*p != '\0') {
-      const char *mark = NULL;
-      for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]) && !mark; i++)
-        if (strncmp(p, marks[i], strlen(marks[i])) == 0)
-          mark = marks[i];
-      if (mark == NULL) {
-        sb_putn(&sb, p, 1);
-        p++;
-        continue;
-      }
-      if (strcmp(mark, "{#}") == 0) {
-        sb_printf(&sb, "%zu", job->seq);
-      } else if (strcmp(mark, "{%}") == 0) {
-        sb_printf(&sb, "%zu", job->slot);
-      } else {
-        used_arg = true;
-        if (strcmp(mark, "{}") == 0)
-          sb_put_shell_word(&sb, job->arg);
-        else
-          put_part(&sb, job->arg, mark);
-      }
-      p += strlen(mark);
+    const char *word = o->template_words[w];
+    sb_puts(&sb, w > 0 ? " " : "");
+    if (!o->context_replace || n == 0 || !word_has_mark(word, false)) {
+      put_word(&sb, job, word, job->fields, n);
+      continue;
+    }
+    for (size_t rec = 0; rec < job->n_records; rec++) {
+      sb_puts(&sb, rec > 0 ? " " : "");
+      put_word(&sb, job, word, job->fields + job->rec_at[rec],
+               job->rec_at[rec + 1] - job->rec_at[rec]);
     }
   }
-  if (!used_arg) {
-    sb_puts(&sb, " ");
-    sb_put_shell_word(&sb, job->arg);
-  }
+  if (r->marked_words == 0)
+    for (size_t i = 0; i < n; i++) {
+      sb_puts(&sb, " ");
+      sb_put_shell_word(&sb, job->fields[i]);
+    }
   return sb_take(&sb);
 }
 
@@ -335,6 +452,12 @@ void jobs_free(struct runner *r) {
     free(job->error);
     free(job->devices);
     free(job->grant_text);
+    for (size_t f = 0; f < job->n_fields; f++)
+      free(job->fields[f]);
+    free(job->fields);
+    free(job->rec_at);
+    sb_free(&job->held_out);
+    sb_free(&job->held_err);
     sb_free(&job->out.buf);
     sb_free(&job->err.buf);
     free(job);

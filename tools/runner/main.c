@@ -6,8 +6,10 @@
  *   cronoq-run -j 4 gzip {} ::: *.log
  *
  * This file puts the pieces together: the options (options.c), the pool
- * (pool.c), the joblog (joblog.c), the input (input.c), the run (run.c),
- * the report (report.c); and turns the outcome into the exit status:
+ * (pool.c), the joblog (joblog.c), the input (input.c) and a template's
+ * arguments (args.c), the run (run.c), the report (report.c); or, for
+ * --dry-run, prints the commands instead of the run. It turns the outcome
+ * into the exit status:
  * 0 every job succeeded, 1 a job failed or could not run, 2 a usage, spec
  * or input error (nothing ran), 3 --halt stopped the run, 128+N after
  * signal N (SIGINT: 130).
@@ -27,25 +29,33 @@ static int prepare(struct runner *r, const struct options *o, bool *follow) {
   int status = pool_open(r, o);
   if (status != 0)
     return status;
+  if ((status = args_init(r)) != 0)
+    return status;
+  /* A dry run writes nothing but the commands (it reads the joblog). */
   if ((status = joblog_open(r)) != 0)
     return status;
-  if (o->json != NULL && strcmp(o->json, "-") != 0 &&
+  if (!o->dry_run && o->json != NULL && strcmp(o->json, "-") != 0 &&
       (r->json = fopen(o->json, "w")) == NULL) {
     fprintf(stderr, "cronoq-run: --json %s: %s\n", o->json, strerror(errno));
     return 2;
   }
-  if (o->results != NULL && mkdir(o->results, 0777) != 0 && errno != EEXIST) {
+  if (!o->dry_run && o->results != NULL && mkdir(o->results, 0777) != 0 &&
+      errno != EEXIST) {
     fprintf(stderr, "cronoq-run: --results %s: %s\n", o->results,
             strerror(errno));
     return 2;
   }
+  if (!o->dry_run)
+    pool_say_limits(r, o);
   /* A progress line only where nothing else writes to the terminal behind
    * the runner's back (ungrouped output does). */
   r->progress =
       o->progress == 1 ||
       (o->progress == -1 && o->output != OUTPUT_UNGROUPED && isatty(2));
   *follow = false;
-  if (o->follow && o->args == NULL) {
+  bool words = o->template_words != NULL && o->n_sources == 1 &&
+               o->sources[0].path == NULL; /* nothing to wait for */
+  if (o->follow && !o->dry_run && !words) {
     status = input_follow_open(r);
     if (status == 0)
       *follow = true;
@@ -55,6 +65,30 @@ static int prepare(struct runner *r, const struct options *o, bool *follow) {
   if (!*follow && (status = input_read_all(r)) != 0)
     return status;
   return -1;
+}
+
+/* --dry-run: each job's command, as it would start with -j 1 ({%} is 1);
+ * none runs. Status 1 when a line could not be parsed. */
+static int dry_run(struct runner *r) {
+  int status = 0;
+  for (size_t i = 0; i < r->n_jobs; i++) {
+    struct job *job = r->jobs[i];
+    if (job->state == JOB_PARSE_ERROR) {
+      status = 1; /* reported as it was read */
+      continue;
+    }
+    if (job->state == JOB_SKIPPED)
+      continue;
+    job->slot = 1;
+    char *command = job_command(job);
+    if (command == NULL) {
+      fprintf(stderr, "cronoq-run: out of memory\n");
+      return 1;
+    }
+    printf("%s\n", command);
+    free(command);
+  }
+  return status;
 }
 
 int main(int argc, char **argv) {
@@ -78,7 +112,9 @@ int main(int argc, char **argv) {
   r.o = &o;
   bool follow;
   status = prepare(&r, &o, &follow);
-  if (status < 0) {
+  if (status < 0 && o.dry_run) {
+    status = dry_run(&r);
+  } else if (status < 0) {
     if (runner_start(&r) != 0) {
       status = 2;
     } else {
@@ -116,6 +152,7 @@ int main(int argc, char **argv) {
       status = 1;
   }
   jobs_free(&r);
+  args_free(&r);
   free(r.env);
   free(r.snapshot);
   free(r.slots);

@@ -4,15 +4,18 @@
  * man page and the completion are checked against the help by a test).
  *
  *   cronoq-run [OPTION]... [JOBFILE]
- *   cronoq-run [OPTION]... COMMAND [WORD]... ::: ARG...
- *   cronoq-run [OPTION]... COMMAND [WORD]... :::: ARGFILE
+ *   cronoq-run [OPTION]... COMMAND [WORD]... ::: ARG... [::: ARG...]...
+ *   cronoq-run [OPTION]... COMMAND [WORD]... :::: ARGFILE...
  *   ... | cronoq-run [OPTION]... COMMAND [WORD]...
  *
  * Options come first, as with GNU parallel: the first word that is not an
- * option starts the input, so a command's own options ("echo -n {}") are
- * never taken for the runner's. Then one word is a job file; several
- * words, one with a placeholder ({}, {#}, ...), or words before ":::" or
- * "::::" are a command template, run once per argument.
+ * option starts the input, and every word after it is the input's, so a
+ * command's own options ("echo -n {}") are never taken for the runner's.
+ * A word before it that starts with '-' and is not an option is refused,
+ * never run. Short options bundle ("-kj4"). Then one word is a job file;
+ * several words, one with a placeholder ({}, {1}, {#}, ...), or words
+ * before an input source (":::", "::::", ":::+", "::::+") are a command
+ * template, run once per combination of its sources' values.
  *
  * Every value is checked here, strictly, and a bad one is a usage error
  * (status 2) before anything runs.
@@ -21,6 +24,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef CRONOQ_RUN_VERSION
@@ -31,6 +35,7 @@ enum opt_id {
   OPT_RESOURCES,
   OPT_POOL,
   OPT_NAMESPACE,
+  OPT_NEW_NAMESPACE,
   OPT_JOBS,
   OPT_REQUEST,
   OPT_TIMEOUT,
@@ -53,6 +58,13 @@ enum opt_id {
   OPT_JSON,
   OPT_FOLLOW,
   OPT_ARG_FILE,
+  OPT_MAX_ARGS,
+  OPT_MAX_REPLACE_ARGS,
+  OPT_CONTEXT_REPLACE,
+  OPT_COLSEP,
+  OPT_KEEP_ORDER,
+  OPT_DELAY,
+  OPT_DRY_RUN,
   OPT_GPU_POOL,
   OPT_DEVICE_ENV,
   OPT_VERSION,
@@ -61,7 +73,8 @@ enum opt_id {
 
 struct opt_def {
   enum opt_id id;
-  const char *name; /* without the leading "--" */
+  const char *name; /* without the leading "--"; NULL: none (-N, -X, as
+                       GNU parallel has them) */
   char short_name;  /* 0: none */
   const char *arg;  /* NULL: a flag */
   const char *help; /* lines after the first are indented */
@@ -76,12 +89,16 @@ static const struct opt_def opts[] = {
     {OPT_POOL, "pool", 0, "URL",
      "share the pool with every runner of the namespace on\n"
      "a Redis server (redis://host:port/db, unix:///path);\n"
-     "-j is then the namespace's, and none unless given"},
+     "-j stays this runner's own"},
     {OPT_NAMESPACE, "namespace", 0, "NAME",
      "the namespace of --pool (default: cronoq-run)"},
-    {OPT_JOBS, "jobs", 'j', "N|P%",
-     "at most N jobs that name nothing at once, or P% of\n"
-     "the CPUs (0: no limit; default: one per CPU)"},
+    {OPT_NEW_NAMESPACE, "new-namespace", 0, NULL,
+     "for a namespace no process used before: grant at\n"
+     "once, without the quarantine of a new namespace"},
+    {OPT_JOBS, "jobs", 'j', "N|P%|+N|-N",
+     "at most N jobs that name nothing at once; P% of the\n"
+     "CPUs, or N more or fewer than them (0: no limit;\n"
+     "default: one per CPU); this runner's own"},
     {OPT_REQUEST, "request", 0, "SPEC",
      "what a job that names nothing asks, e.g. gpu=0.5\n"
      "(default: jobs=1, one of the -j slots)"},
@@ -118,8 +135,9 @@ static const struct opt_def opts[] = {
     {OPT_BAR, "bar", 0, NULL, "the same as --progress"},
     {OPT_ETA, "eta", 0, NULL, "the same as --progress"},
     {OPT_NO_PROGRESS, "no-progress", 0, NULL, "no progress line"},
-    {OPT_SUMMARY, "summary", 0, "all|failed|none",
-     "the jobs the summary on stderr lists (default: all)"},
+    {OPT_SUMMARY, "summary", 0, "failed|full|none",
+     "the jobs the summary on stderr lists, with the\n"
+     "totals (default: failed; full: every job)"},
     {OPT_JSON, "json", 0, "FILE",
      "the summary as one JSON document in FILE (\"-\":\n"
      "stdout, and the jobs' stdout goes to stderr)"},
@@ -127,7 +145,22 @@ static const struct opt_def opts[] = {
      "start jobs as their lines arrive on a pipe or FIFO,\n"
      "until it ends"},
     {OPT_ARG_FILE, "arg-file", 'a', "FILE",
-     "the template's arguments, from FILE (:::: FILE)"},
+     "an input source: the lines of FILE (:::: FILE)"},
+    {OPT_MAX_ARGS, "max-args", 'n', "N",
+     "N values per job, {1} to {N} (0: one, inserted\n"
+     "as none)"},
+    {OPT_MAX_REPLACE_ARGS, NULL, 'N', "N", "the same as -n"},
+    {OPT_CONTEXT_REPLACE, NULL, 'X', NULL,
+     "the values spread evenly over the -j slots; a word\n"
+     "with {} is repeated once per value in its job"},
+    {OPT_COLSEP, "colsep", 'C', "REGEX",
+     "split each value into columns {1}, {2}, ... at REGEX\n"
+     "(extended; \\t: a tab), blanks trimmed"},
+    {OPT_KEEP_ORDER, "keep-order", 'k', NULL,
+     "print the jobs' output in input order"},
+    {OPT_DELAY, "delay", 0, "DURATION",
+     "start no two jobs closer together than DURATION"},
+    {OPT_DRY_RUN, "dry-run", 0, NULL, "print each job's command, run none"},
     {OPT_GPU_POOL, "gpu-pool", 0, "NAME",
      "the device pool of CUDA_VISIBLE_DEVICES and\n"
      "CRONOQ_GPU_FRACTION (default: gpu)"},
@@ -142,10 +175,11 @@ static const struct opt_def opts[] = {
 
 static const char usage_head[] =
     "usage: cronoq-run [OPTION]... [JOBFILE]\n"
-    "       cronoq-run [OPTION]... COMMAND [WORD]... ::: ARG...\n"
-    "       cronoq-run [OPTION]... COMMAND [WORD]... :::: ARGFILE\n"
+    "       cronoq-run [OPTION]... COMMAND [WORD]... ::: ARG... [::: ARG...]\n"
+    "       cronoq-run [OPTION]... COMMAND [WORD]... :::: ARGFILE...\n"
     "\n"
     "Run jobs, each as soon as the resources it asks for are free.\n"
+    "Options come before the command; every word after it is its own.\n"
     "\n";
 
 static const char usage_tail[] =
@@ -158,10 +192,13 @@ static const char usage_tail[] =
     "spec. Blank lines and lines starting with '#' are skipped. JOBFILE\n"
     "absent or \"-\": standard input.\n"
     "\n"
-    "A template runs once per argument, with {} the argument (quoted for\n"
-    "the shell), {.} without its extension, {/} its base name, {//} its\n"
-    "directory, {/.} its base name without extension, {#} the job's\n"
-    "number and {%} its slot; without {} the argument is appended.\n"
+    "A template runs once per combination of its input sources' values\n"
+    "(::: ARG..., :::: FILE..., -a FILE; :::+ and ::::+ link a source to\n"
+    "the one before), with {} the values (quoted for the shell), {.}\n"
+    "without the extension, {/} the base name, {//} the directory, {/.}\n"
+    "the base name without extension, {1} {2.} ... the same for one value,\n"
+    "{#} the job's number and {%} its slot; without any, the values are\n"
+    "appended.\n"
     "\n"
     "Each job gets CUDA_VISIBLE_DEVICES and CRONOQ_GPU_FRACTION (its GPUs\n"
     "and its share of each), CRONOQ_GRANT (all it holds), CRONOQ_JOB_SEQ,\n"
@@ -175,11 +212,15 @@ static void print_help(void) {
   for (size_t i = 0; i < N_OPTS; i++) {
     const struct opt_def *d = &opts[i];
     char head[64];
-    snprintf(head, sizeof(head), "%c%c%c --%s%s%s",
-             d->short_name != 0 ? '-' : ' ',
-             d->short_name != 0 ? d->short_name : ' ',
-             d->short_name != 0 ? ',' : ' ', d->name, d->arg != NULL ? " " : "",
-             d->arg != NULL ? d->arg : "");
+    if (d->name == NULL)
+      snprintf(head, sizeof(head), "-%c%s%s", d->short_name,
+               d->arg != NULL ? " " : "", d->arg != NULL ? d->arg : "");
+    else
+      snprintf(head, sizeof(head), "%c%c%c --%s%s%s",
+               d->short_name != 0 ? '-' : ' ',
+               d->short_name != 0 ? d->short_name : ' ',
+               d->short_name != 0 ? ',' : ' ', d->name,
+               d->arg != NULL ? " " : "", d->arg != NULL ? d->arg : "");
     printf("  %-26s", head);
     if (strlen(head) > 26)
       printf("\n  %-26s", "");
@@ -293,21 +334,32 @@ static int parse_count(const char *text, int64_t max, int64_t *out,
   return 0;
 }
 
-/* -j: N jobs, or P% of the online CPUs (at least one). */
+int64_t options_cpus(void) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus > 0 ? cpus : 1;
+}
+
+/* -j as GNU parallel reads it: N jobs (0: no limit), P% of the online
+ * CPUs, or +N / -N of them; at least one, except for 0. */
 static int parse_jobs(const char *text, int64_t *jobs) {
   bool percent;
   int64_t v;
-  if (parse_count(text, 1000000, &v, &percent) != 0)
+  int sign = *text == '+' ? 1 : *text == '-' ? -1 : 0;
+  if (parse_count(text + (sign != 0), 1000000, &v, &percent) != 0 ||
+      (sign != 0 && percent))
     return -1;
+  int64_t cpus = options_cpus();
   if (percent) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (v == 0)
       return -1; /* 0% is not "no limit" */
-    v = (cpus > 0 ? cpus : 1) * v / 100;
-    if (v < 1)
-      v = 1;
+    v = cpus * v / 100;
+  } else if (sign != 0) {
+    v = cpus + sign * v;
+  } else {
+    *jobs = v;
+    return 0;
   }
-  *jobs = v;
+  *jobs = v < 1 ? 1 : v;
   return 0;
 }
 
@@ -360,39 +412,41 @@ static int parse_device_env(const char *text, struct options *o) {
 
 /* Whether a word has a placeholder of the template. */
 static bool has_placeholder(const char *s) {
-  static const char *const marks[] = {"{}",   "{.}", "{/}", "{//}",
-                                      "{/.}", "{#}", "{%}"};
-  for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
-    if (strstr(s, marks[i]) != NULL)
+  struct mark m;
+  for (; *s != '\0'; s++)
+    if (template_mark(s, &m) > 0)
       return true;
   return false;
 }
 
-/* The option that argv word `arg` names, with its value when the word
- * carries it ("--name=value", "-j4"); NULL if none does. */
-static const struct opt_def *find_opt(const char *arg,
-                                      const char **inline_value) {
-  *inline_value = NULL;
-  if (arg[1] == '-') {
-    const char *name = arg + 2;
-    size_t n = strcspn(name, "=");
-    for (size_t i = 0; i < N_OPTS; i++) {
-      if (strlen(opts[i].name) == n && strncmp(opts[i].name, name, n) == 0) {
-        if (name[n] == '=')
-          *inline_value = name + n + 1;
-        return &opts[i];
-      }
-    }
-    return NULL;
-  }
-  for (size_t i = 0; i < N_OPTS; i++) {
-    if (opts[i].short_name != 0 && opts[i].short_name == arg[1]) {
-      if (arg[2] != '\0')
-        *inline_value = arg + 2;
+/* The long option that argv word `arg` ("--name" or "--name=value")
+ * names, with its value when the word carries it; NULL if none does. */
+static const struct opt_def *find_long(const char *arg,
+                                       const char **inline_value) {
+  const char *name = arg + 2;
+  size_t n = strcspn(name, "=");
+  *inline_value = name[n] == '=' ? name + n + 1 : NULL;
+  for (size_t i = 0; i < N_OPTS; i++)
+    if (opts[i].name != NULL && strlen(opts[i].name) == n &&
+        strncmp(opts[i].name, name, n) == 0)
       return &opts[i];
-    }
-  }
   return NULL;
+}
+
+static const struct opt_def *find_short(char c) {
+  for (size_t i = 0; i < N_OPTS; i++)
+    if (opts[i].short_name != 0 && opts[i].short_name == c)
+      return &opts[i];
+  return NULL;
+}
+
+/* Whether argv word `w` names one of the runner's options. */
+static bool is_option(const char *w) {
+  const char *value;
+  if (w[0] != '-' || w[1] == '\0')
+    return false;
+  return w[1] == '-' ? w[2] != '\0' && find_long(w, &value) != NULL
+                     : find_short(w[1]) != NULL;
 }
 
 /* Apply one option. Returns -1 to go on, or the exit status. */
@@ -407,11 +461,15 @@ static int apply(const struct opt_def *d, const char *v, struct options *o) {
   case OPT_NAMESPACE:
     o->pool_ns = v;
     break;
+  case OPT_NEW_NAMESPACE:
+    o->new_namespace = true;
+    break;
   case OPT_JOBS:
     o->jobs_given = true;
     if (parse_jobs(v, &o->jobs) != 0)
-      return usage_error("-j wants a number of jobs (0: no limit) or a "
-                         "percentage of the CPUs (50%%), not '%s'",
+      return usage_error("-j wants a number of jobs (0: no limit), a "
+                         "percentage of the CPUs (50%%) or a number more or "
+                         "fewer than them (+2, -1), not '%s'",
                          v);
     break;
   case OPT_REQUEST:
@@ -478,14 +536,16 @@ static int apply(const struct opt_def *d, const char *v, struct options *o) {
     o->progress = 0;
     break;
   case OPT_SUMMARY:
-    if (strcmp(v, "all") == 0)
-      o->summary = SUMMARY_ALL;
+    /* "all" was the full table's name before it stopped being the
+     * default; it still is. */
+    if (strcmp(v, "full") == 0 || strcmp(v, "all") == 0)
+      o->summary = SUMMARY_FULL;
     else if (strcmp(v, "failed") == 0)
       o->summary = SUMMARY_FAILED;
     else if (strcmp(v, "none") == 0)
       o->summary = SUMMARY_NONE;
     else
-      return usage_error("--summary wants all, failed or none, not '%s'", v);
+      return usage_error("--summary wants failed, full or none, not '%s'", v);
     break;
   case OPT_JSON:
     if (*v == '\0')
@@ -496,7 +556,36 @@ static int apply(const struct opt_def *d, const char *v, struct options *o) {
     o->follow = true;
     break;
   case OPT_ARG_FILE:
-    o->argfile = v;
+    if (o->n_sources == RUNNER_SOURCES_MAX)
+      return usage_error("at most %s input sources", "32");
+    o->sources[o->n_sources++].path = v;
+    break;
+  case OPT_MAX_ARGS:
+  case OPT_MAX_REPLACE_ARGS:
+    if (parse_count(v, 1000000, &o->max_args, NULL) != 0)
+      return usage_error("-n and -N want a number of values per job, "
+                         "not '%s'",
+                         v);
+    break;
+  case OPT_CONTEXT_REPLACE:
+    o->context_replace = true;
+    break;
+  case OPT_COLSEP:
+    if (*v == '\0')
+      return usage_error("%s", "--colsep wants a regular expression");
+    o->colsep = v;
+    break;
+  case OPT_KEEP_ORDER:
+    o->keep_order = true;
+    break;
+  case OPT_DELAY:
+    if (parse_duration(v, &o->delay_ms) != 0)
+      return usage_error("--delay wants a duration above 0 (0.5, 2, 1m), "
+                         "not '%s'",
+                         v);
+    break;
+  case OPT_DRY_RUN:
+    o->dry_run = true;
     break;
   case OPT_GPU_POOL:
     o->gpu_pool = v;
@@ -518,62 +607,97 @@ static int apply(const struct opt_def *d, const char *v, struct options *o) {
   return -1;
 }
 
-/* The words after the options: a job file, or a template and its
- * arguments. Returns -1 to go on, or the exit status. */
-static int input_words(int argc, char **argv, int i, struct options *o) {
-  int first = i, end = argc;
-  for (int k = i; k < argc; k++) {
-    if (strcmp(argv[k], ":::") == 0) {
-      end = k;
-      o->args = argv + k + 1;
-      o->n_args = argc - k - 1;
-      if (o->n_args == 0)
-        return usage_error("%s", "::: wants at least one argument");
-      break;
+/* An input source marker: 1 ":::", 2 "::::", 3 ":::+", 4 "::::+"; 0. */
+static int source_marker(const char *w) {
+  static const char *const markers[] = {":::", "::::", ":::+", "::::+"};
+  for (int i = 0; i < 4; i++)
+    if (strcmp(w, markers[i]) == 0)
+      return i + 1;
+  return 0;
+}
+
+/* The input sources from argv[k] (a marker) on. Returns -1 to go on, or
+ * the exit status. */
+static int input_sources(int argc, char **argv, int k, struct options *o) {
+  while (k < argc) {
+    int marker = source_marker(argv[k]);
+    int from = k + 1, to = from;
+    while (to < argc && source_marker(argv[to]) == 0)
+      to++;
+    if (to == from)
+      return usage_error("%s wants at least one argument", argv[k]);
+    bool files = marker == 2 || marker == 4, linked = marker >= 3;
+    /* ":::" is one source of its words; "::::" one source per file. */
+    for (int w = from; w < (files ? to : from + 1); w++) {
+      if (o->n_sources == RUNNER_SOURCES_MAX)
+        return usage_error("at most %s input sources", "32");
+      struct arg_source *src = &o->sources[o->n_sources++];
+      src->path = files ? argv[w] : NULL;
+      src->words = files ? NULL : argv + from;
+      src->n_words = files ? 0 : to - from;
+      src->linked = linked && o->n_sources > 1;
     }
-    if (strcmp(argv[k], "::::") == 0) {
-      end = k;
-      if (k + 2 != argc)
-        return usage_error("%s", ":::: wants one argument file");
-      if (o->argfile != NULL)
-        return usage_error("%s", "one argument file at most");
-      o->argfile = argv[k + 1];
-      break;
-    }
-  }
-  int n = end - first;
-  bool templ = o->args != NULL || o->argfile != NULL || n > 1 ||
-               (n == 1 && has_placeholder(argv[first]));
-  if (templ) {
-    if (n == 0)
-      return usage_error("%s", "a command is wanted before ::: or ::::");
-    o->template_words = argv + first;
-    o->n_template_words = n;
-  } else if (n == 1) {
-    o->jobfile = argv[first];
+    k = to;
   }
   return -1;
 }
 
-int options_parse(int argc, char **argv, struct options *o) {
-  memset(o, 0, sizeof(*o));
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  o->jobs = cpus > 0 ? cpus : 1;
-  o->progress = -1;
-  o->kill_grace_ms = RUNNER_KILL_GRACE_MS;
-  int i = 1;
-  for (; i < argc; i++) {
-    const char *arg = argv[i];
-    if (strcmp(arg, "--") == 0) {
-      i++;
-      break;
+/* A job file followed by more words is a template whose command is the
+ * file, which cannot run: the words are the runner's options, put after
+ * the input ("cronoq-run jobs.txt -j 4"), where they are not options. */
+static int misplaced_options(char **words, int n) {
+  struct stat st;
+  if (n < 2 || stat(words[0], &st) != 0 || !S_ISREG(st.st_mode) ||
+      access(words[0], X_OK) == 0)
+    return -1;
+  for (int i = 1; i < n; i++)
+    if (is_option(words[i])) {
+      fprintf(stderr,
+              "cronoq-run: '%s' comes after the job file '%s': options come "
+              "before the input (cronoq-run %s ... %s)\n",
+              words[i], words[0], words[i], words[0]);
+      return 2;
     }
-    if (arg[0] != '-' || strcmp(arg, "-") == 0 || strcmp(arg, ":::") == 0 ||
-        strcmp(arg, "::::") == 0)
-      break; /* the input starts */
+  return -1;
+}
+
+/* The words after the options: a job file, or a template and its input
+ * sources. Returns -1 to go on, or the exit status. */
+static int input_words(int argc, char **argv, int i, struct options *o) {
+  int first = i, end = i;
+  while (end < argc && source_marker(argv[end]) == 0)
+    end++;
+  size_t options_sources = o->n_sources; /* -a FILE */
+  int status = input_sources(argc, argv, end, o);
+  if (status >= 0)
+    return status;
+  int n = end - first;
+  bool templ =
+      o->n_sources > 0 || n > 1 || (n == 1 && has_placeholder(argv[first]));
+  if (!templ) {
+    if (n == 1)
+      o->jobfile = argv[first];
+    return -1;
+  }
+  if (n == 0)
+    return usage_error("%s", options_sources == o->n_sources
+                                 ? "--arg-file wants a command template"
+                                 : "a command is wanted before ::: or ::::");
+  if ((status = misplaced_options(argv + first, n)) >= 0)
+    return status;
+  o->template_words = argv + first;
+  o->n_template_words = n;
+  return -1;
+}
+
+/* Apply the option word argv[*i] (and its value, which may be the next
+ * word). Returns -1 to go on, or the exit status. */
+static int option_word(int argc, char **argv, int *i, struct options *o) {
+  const char *arg = argv[*i];
+  char word[64];
+  if (arg[1] == '-') {
     const char *value;
-    const struct opt_def *d = find_opt(arg, &value);
-    char word[64];
+    const struct opt_def *d = find_long(arg, &value);
     if (d == NULL)
       return usage_error("unknown option '%s'",
                          opt_word(arg, word, sizeof(word)));
@@ -581,11 +705,52 @@ int options_parse(int argc, char **argv, struct options *o) {
       return usage_error("option '%s' takes no value",
                          opt_word(arg, word, sizeof(word)));
     if (d->arg != NULL && value == NULL) {
-      if (i + 1 >= argc)
+      if (*i + 1 >= argc)
         return usage_error("option '%s' needs a value", arg);
-      value = argv[++i];
+      value = argv[++*i];
+    }
+    return apply(d, value, o);
+  }
+  /* Short options bundle: flags, then at most one that takes a value,
+   * which is the rest of the word or the next word ("-kj4", "-kj 4"). */
+  for (const char *p = arg + 1; *p != '\0'; p++) {
+    const struct opt_def *d = find_short(*p);
+    snprintf(word, sizeof(word), "-%c", *p);
+    if (d == NULL)
+      return usage_error("unknown option '%s'", word);
+    const char *value = NULL;
+    if (d->arg != NULL) {
+      if (p[1] != '\0')
+        value = p + 1;
+      else if (*i + 1 < argc)
+        value = argv[++*i];
+      else
+        return usage_error("option '%s' needs a value", word);
     }
     int status = apply(d, value, o);
+    if (status >= 0 || value != NULL)
+      return status;
+  }
+  return -1;
+}
+
+int options_parse(int argc, char **argv, struct options *o) {
+  memset(o, 0, sizeof(*o));
+  o->jobs = options_cpus();
+  o->progress = -1;
+  o->kill_grace_ms = RUNNER_KILL_GRACE_MS;
+  o->summary = SUMMARY_FAILED;
+  o->max_args = -1;
+  int i = 1;
+  for (; i < argc; i++) {
+    const char *arg = argv[i];
+    if (strcmp(arg, "--") == 0) {
+      i++;
+      break;
+    }
+    if (arg[0] != '-' || strcmp(arg, "-") == 0)
+      break; /* the input starts */
+    int status = option_word(argc, argv, &i, o);
     if (status >= 0)
       return status;
   }
@@ -596,12 +761,17 @@ int options_parse(int argc, char **argv, struct options *o) {
     return usage_error("%s", "--resume and --resume-failed need --joblog FILE");
   if (o->results != NULL)
     o->output = OUTPUT_RESULTS;
-  if (o->argfile != NULL && o->template_words == NULL)
-    return usage_error("%s", "--arg-file wants a command template");
   if (o->pool_ns != NULL && o->pool_url == NULL)
     return usage_error("%s", "--namespace wants --pool URL");
-  /* A shared pool's jobs budget is every runner's: only when asked for. */
-  if (o->pool_url != NULL && !o->jobs_given)
-    o->jobs = 0;
+  if (o->new_namespace && o->pool_url == NULL)
+    return usage_error("%s", "--new-namespace wants --pool URL");
+  if (o->template_words == NULL &&
+      (o->max_args >= 0 || o->context_replace || o->colsep != NULL))
+    return usage_error("%s", "-n, -N, -X and --colsep want a command "
+                             "template");
+  /* --follow starts jobs as values arrive: one source, read as it comes. */
+  if (o->follow && args_whole(o))
+    return usage_error("%s", "--follow reads one input source as it comes; "
+                             "not several, nor with -X");
   return -1;
 }

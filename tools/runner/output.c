@@ -16,7 +16,11 @@
  *   bounded;
  * - line: whole lines are printed as they come; a last line without a
  *   newline gets one at the end;
- * - with --tag every line printed starts with the job's label and a tab.
+ * - with --tag every line printed starts with the job's label and a tab;
+ * - with -k (--keep-order) only the first job whose output is not all
+ *   printed prints; the others hold what they would print, in memory, for
+ *   their turn, so that the output comes in input order however the jobs
+ *   end (in line mode the first job's lines still come as they come).
  * Ungrouped, the jobs write to the runner's stdout and stderr themselves;
  * with --results each stream goes to a file of its own.
  *
@@ -104,6 +108,33 @@ void job_msg(const struct job *job, const char *fmt, ...) {
 
 static struct job *job_of(const struct capture *c) { return c->job; }
 
+/* Print s[0..n) of the stream, or with -k hold it until the job's turn. */
+static void put(struct capture *c, const char *s, size_t n) {
+  struct job *job = job_of(c);
+  struct runner *r = job->runner;
+  if (!r->o->keep_order || job->seq - 1 == r->order_next)
+    console_write(r, c->fd, s, n);
+  else
+    sb_putn(c == &job->out ? &job->held_out : &job->held_err, s, n);
+}
+
+void output_in_order(struct runner *r) {
+  if (!r->o->keep_order)
+    return;
+  for (; r->order_next < r->n_jobs; r->order_next++) {
+    struct job *job = r->jobs[r->order_next];
+    /* Its turn has come: what it held, now; the rest as it comes. */
+    if (job->held_out.len > 0)
+      console_write(r, job->out.fd, job->held_out.s, job->held_out.len);
+    if (job->held_err.len > 0)
+      console_write(r, job->err.fd, job->held_err.s, job->held_err.len);
+    sb_free(&job->held_out);
+    sb_free(&job->held_err);
+    if (!job->final || job->out.open || job->err.open)
+      return;
+  }
+}
+
 /* Print s[0..n), lines with their label when --tag asks; `final` adds a
  * newline to a last line without one (line mode, tags). */
 static void emit(struct capture *c, const char *s, size_t n, bool final) {
@@ -114,9 +145,9 @@ static void emit(struct capture *c, const char *s, size_t n, bool final) {
   bool newline =
       s[n - 1] == '\n' || (final && !r->o->tag && r->o->output == OUTPUT_GROUP);
   if (!r->o->tag) {
-    console_write(r, c->fd, s, n);
+    put(c, s, n);
     if (!newline)
-      console_write(r, c->fd, "\n", 1);
+      put(c, "\n", 1);
     return;
   }
   char buf[128];
@@ -132,7 +163,7 @@ static void emit(struct capture *c, const char *s, size_t n, bool final) {
   }
   char *text = sb_take(&sb);
   if (text != NULL)
-    console_write(r, c->fd, text, strlen(text));
+    put(c, text, strlen(text));
   free(text);
 }
 
@@ -277,4 +308,5 @@ void output_finish(struct job *job, uv_close_cb closed) {
     emit(c, c->buf.s, c->buf.len, true);
     sb_free(&c->buf);
   }
+  output_in_order(job->runner);
 }

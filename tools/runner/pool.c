@@ -6,13 +6,17 @@
  * With --pool it opens a fleet pool (cronoq_fleet.h) on a namespace of a
  * Redis server instead, shared by every runner that opens it: the rest of
  * the runner asks nothing of the pool but what the API offers. A fleet
- * pool has no backfill, and its jobs budget (-j) is the namespace's.
+ * pool has no backfill.
  *
  * What it makes:
  * - the resources of --resources, as cq_pool_add_spec() reads them;
  * - the jobs budget of -j (RUNNER_JOBS_BUDGET, one CPU each by default),
  *   which the default request asks one unit of, so that a job naming
- *   nothing is still limited (0: no budget, no limit);
+ *   nothing is still limited (0: no budget, no limit). On a fleet pool -j
+ *   is this runner's own, as it is each instance's in GNU parallel: no
+ *   budget of the namespace, but slots the runner counts itself (run.c),
+ *   which a job asking the default request takes before it queues; a
+ *   `jobs` budget of --resources is the namespace's, as any resource;
  * - backfill on (CQ_POOL_BACKFILL): only requests with a hold limit ever
  *   backfill, and the runner gives one to every job with a time limit, so
  *   with no limits nothing changes but that every acquire takes the lock.
@@ -47,7 +51,10 @@ static int pool_make(struct runner *r, const struct options *o) {
   if (o->pool_url != NULL) {
 #ifdef CRONOQ_RUN_FLEET
     const char *ns = o->pool_ns != NULL ? o->pool_ns : "cronoq-run";
-    int rc = cq_fleet_open(&r->pool, o->pool_url, ns, NULL);
+    cq_fleet_opts fo = CQ_FLEET_OPTS_INIT;
+    if (o->new_namespace)
+      fo.fleet_flags = CQ_FLEET_NEW_NAMESPACE;
+    int rc = cq_fleet_open(&r->pool, o->pool_url, ns, &fo);
     /* The URL as given may hold a password: it is never written. The
      * library's message names the URL with the password hidden. */
     if (rc != 0)
@@ -87,15 +94,20 @@ int pool_open(struct runner *r, const struct options *o) {
     }
   }
 
-  /* The jobs budget; a --resources budget of that name takes its place. */
+  /* The jobs budget; a --resources budget of that name takes its place.
+   * On a fleet pool, the runner's own slots instead. */
   cq_resource_stats st;
   bool own_jobs = cq_resource_stats_get(r->pool, RUNNER_JOBS_BUDGET, &st) == 0;
-  if (!own_jobs && o->jobs > 0 &&
-      (rc = cq_budget_add(r->pool, RUNNER_JOBS_BUDGET, o->jobs)) != 0)
+  bool local = o->pool_url != NULL && !own_jobs;
+  if (local && o->request == NULL)
+    r->local_jobs = o->jobs;
+  else if (!own_jobs && !local && o->jobs > 0 &&
+           (rc = cq_budget_add(r->pool, RUNNER_JOBS_BUDGET, o->jobs)) != 0)
     return pool_error("-j", cq_strerror(rc));
   const char *request = o->request;
   if (request == NULL)
-    request = own_jobs || o->jobs > 0 ? RUNNER_JOBS_BUDGET "=1" : "";
+    request =
+        own_jobs || (!local && o->jobs > 0) ? RUNNER_JOBS_BUDGET "=1" : "";
   r->default_request = strdup(request);
   if (r->default_request == NULL)
     return pool_error("out of memory", "");
@@ -125,4 +137,54 @@ int pool_open(struct runner *r, const struct options *o) {
   if (r->snapshot == NULL)
     return pool_error("out of memory", "");
   return 0;
+}
+
+void pool_say_limits(struct runner *r, const struct options *o) {
+  if (o->pool_url == NULL)
+    return;
+  struct strbuf sb = {0};
+  sb_puts(&sb, "cronoq-run: limits: ");
+  if (r->local_jobs > 0)
+    sb_printf(&sb, "-j %lld, this runner's own", (long long)r->local_jobs);
+  else if (o->request != NULL)
+    sb_puts(&sb, "no -j limit (--request)");
+  else if (cq_resource_stats_get(r->pool, RUNNER_JOBS_BUDGET, r->snapshot) != 0)
+    sb_puts(&sb, "no -j limit (-j 0)");
+  else
+    sb_puts(&sb, "-j: the namespace's budget jobs (from --resources)");
+  /* What the namespace has now: the shared budgets and classes (with their
+   * live capacities, which a declaration does not change), and the device
+   * pools, each its host's ("gpu@host"). */
+  size_t count = 0;
+  if (cq_pool_snapshot(r->pool, r->snapshot, r->snapshot_cap, &count) != 0)
+    count = 0;
+  if (count > r->snapshot_cap)
+    count = r->snapshot_cap;
+  const char *ns = o->pool_ns != NULL ? o->pool_ns : "cronoq-run";
+  for (int devices = 0; devices <= 1; devices++) {
+    bool first = true;
+    for (size_t i = 0; i < count; i++) {
+      const cq_resource_stats *st = &r->snapshot[i];
+      if ((st->kind == CQ_KIND_DEVICES) != devices)
+        continue;
+      if (first)
+        sb_printf(&sb,
+                  devices ? "; device pools, each its host's: "
+                          : "; shared in namespace \"%s\": ",
+                  ns);
+      sb_printf(&sb, "%s%s", first ? "" : ", ", st->name);
+      first = false;
+      if (st->kind == CQ_KIND_DEVICES)
+        sb_printf(&sb, "=%u", st->devices);
+      else
+        sb_printf(&sb, "%s=%lld", st->kind == CQ_KIND_CLASS ? ":class" : "",
+                  (long long)st->capacity);
+    }
+    if (first && !devices)
+      sb_printf(&sb, "; nothing shared in namespace \"%s\"", ns);
+  }
+  char *line = sb_take(&sb);
+  if (line != NULL)
+    fprintf(stderr, "%s\n", line);
+  free(line);
 }

@@ -8,6 +8,9 @@
  * end (the mean time between job ends so far, times the jobs left), the
  * jobs by state and the use of each resource.
  *
+ * The summary table lists the failed jobs by default and every job with
+ * --summary full; the totals always; the JSON document always every job.
+ *
  * Job commands are arbitrary bytes. The table cuts long ones at a UTF-8
  * character boundary, but never the devices column: GPU UUIDs differ only
  * near their end, and a cut list hides how many devices a job had. The
@@ -90,6 +93,9 @@ void progress_draw(struct runner *r) {
   if (r->failed > 0)
     sb_printf(&sb, ", %zu failed", r->failed);
   put_resources(&sb, r);
+  if (r->local_jobs > 0) /* a fleet pool's -j, this runner's own */
+    sb_printf(&sb, "%s -j %lld/%lld", r->snapshot_cap > 0 ? "," : " |",
+              (long long)r->local_used, (long long)r->local_jobs);
   char *line = sb_take(&sb);
   if (line == NULL)
     return;
@@ -218,8 +224,10 @@ static void put_seconds(struct strbuf *sb, double s) {
     sb_printf(sb, "  %8.2f", s);
 }
 
+/* By default the table lists the failed jobs alone, so that it ends on
+ * one screen whatever the number of jobs; --summary full lists all. */
 static bool listed(const struct runner *r, const struct job *job) {
-  return r->o->summary == SUMMARY_ALL ||
+  return r->o->summary == SUMMARY_FULL ||
          (r->o->summary == SUMMARY_FAILED && job_failed(job));
 }
 

@@ -25,6 +25,17 @@
  * none lingers after a timeout or an interrupt (see "Children and their
  * process groups" below).
  *
+ * Two queues of the runner's own come before and after the pool's:
+ * - on a fleet pool, -j is this runner's limit, not the namespace's (as
+ *   each instance's is in GNU parallel): a job that asks the default
+ *   request takes one of the runner's -j slots before it queues on the
+ *   pool, or waits for one in input order, and gives it back with its
+ *   grant;
+ * - --delay: a granted job starts no sooner than the delay after the job
+ *   started before it; meanwhile it holds its grant, in grant order. (Such
+ *   a job could outlast a hold limit, so with --delay no job declares one,
+ *   and none backfills.)
+ *
  * Stopping (a signal: SIGINT, SIGTERM, SIGHUP; or --halt) closes the input
  * and the adapter: waiting acquires fail with CQ_ECLOSED and those jobs are
  * "not started"; running ones are stopped, except by --halt soon. The run
@@ -49,6 +60,50 @@ extern char **environ;
 
 static void finish_if_done(struct runner *r);
 static void acquire(struct job *job);
+static void pool_acquire(struct job *job);
+
+/* ------------------------------------------------------------------------ */
+/* The runner's own queues: -j slots on a fleet pool, --delay                */
+/* ------------------------------------------------------------------------ */
+
+static void queue_push(struct job **head, struct job **tail, struct job *job) {
+  job->queued = NULL;
+  if (*tail != NULL)
+    (*tail)->queued = job;
+  else
+    *head = job;
+  *tail = job;
+}
+
+static struct job *queue_pop(struct job **head, struct job **tail) {
+  struct job *job = *head;
+  if (job != NULL) {
+    *head = job->queued;
+    if (*head == NULL)
+      *tail = NULL;
+    job->queued = NULL;
+  }
+  return job;
+}
+
+/* Whether the job takes one of this runner's own -j slots. */
+static bool takes_local_slot(const struct job *job) {
+  return job->runner->local_jobs > 0 && job->default_request;
+}
+
+/* The job gives its -j slot back (its acquire failed, or its grant is
+ * released): the next job waiting for one queues on the pool. */
+static void local_give(struct job *job) {
+  struct runner *r = job->runner;
+  if (!job->local_slot)
+    return;
+  job->local_slot = false;
+  r->local_used--;
+  struct job *next =
+      r->stopping ? NULL : queue_pop(&r->local_head, &r->local_tail);
+  if (next != NULL)
+    pool_acquire(next); /* still counted as waiting */
+}
 
 static void close_adapter(struct runner *r) {
   if (r->adapter_closing)
@@ -65,6 +120,7 @@ static void release_job(struct job *job) {
   int rc = cq_uv_release(&job->ureq);
   if (rc != 0)
     job_msg(job, "release: %s", cq_strerror(rc));
+  local_give(job);
 }
 
 bool job_failed(const struct job *job) {
@@ -102,6 +158,8 @@ static void check_halt(struct runner *r) {
 static void job_final(struct job *job) {
   struct runner *r = job->runner;
   r->finished++;
+  job->final = true;
+  output_in_order(r);
   if (job->state == JOB_SKIPPED) {
     r->skipped++;
     return;
@@ -714,37 +772,84 @@ static void start_job(struct job *job) {
 /* The adapter's outcomes, signals, the end of the run                       */
 /* ------------------------------------------------------------------------ */
 
-static void on_granted(cq_uv_req *ureq, int status) {
-  struct job *job = ureq->data;
-  struct runner *r = job->runner;
-  r->waiting--;
-  job->granted_ns = uv_hrtime();
-  if (status == 0)
+static void on_delay(uv_timer_t *timer);
+
+/* --delay: start the first granted job if its turn has come, else wake up
+ * when it does. */
+static void start_delayed(struct runner *r) {
+  uint64_t now = uv_hrtime();
+  if (r->delay_head != NULL && now >= r->next_start_ns) {
+    struct job *job = queue_pop(&r->delay_head, &r->delay_tail);
+    r->waiting--;
+    job->granted_ns = now;
     start_job(job);
-  else if (status == CQ_ENEVER) /* a capacity shrank below it */
-    job_not_run(job, JOB_NEVER_FITS, cq_grant_error(&ureq->grant));
-  else /* CQ_ECLOSED: interrupted or halted; reported by the summary */
-    job_not_run(job, JOB_NOT_STARTED,
-                status == CQ_ECLOSED ? NULL : cq_strerror(status));
+    /* From its spawn, which may come well after `now` on a slow host. */
+    now = uv_hrtime();
+    r->next_start_ns = now + (uint64_t)r->o->delay_ms * 1000000u;
+  }
+  if (r->delay_head != NULL && !uv_is_active((uv_handle_t *)&r->delay_timer)) {
+    uint64_t due = r->next_start_ns > now ? r->next_start_ns - now : 0;
+    (void)uv_timer_start(&r->delay_timer, on_delay, (due + 999999) / 1000000,
+                         0);
+  }
   finish_if_done(r);
 }
 
-static void acquire(struct job *job) {
+static void on_delay(uv_timer_t *timer) { start_delayed(timer->data); }
+
+static void on_granted(cq_uv_req *ureq, int status) {
+  struct job *job = ureq->data;
+  struct runner *r = job->runner;
+  if (status == 0 && r->o->delay_ms > 0) {
+    queue_push(&r->delay_head, &r->delay_tail, job); /* still waiting */
+    start_delayed(r);
+    return;
+  }
+  r->waiting--;
+  job->granted_ns = uv_hrtime();
+  if (status == 0) {
+    start_job(job);
+  } else {
+    local_give(job);
+    if (status == CQ_ENEVER) /* a capacity shrank below it */
+      job_not_run(job, JOB_NEVER_FITS, cq_grant_error(&ureq->grant));
+    else /* CQ_ECLOSED: interrupted or halted; reported by the summary */
+      job_not_run(job, JOB_NOT_STARTED,
+                  status == CQ_ECLOSED ? NULL : cq_strerror(status));
+  }
+  finish_if_done(r);
+}
+
+/* Queue the job on the pool (with its -j slot, where it takes one). */
+static void pool_acquire(struct job *job) {
   struct runner *r = job->runner;
   cq_uv_req_init(&job->ureq);
   job->ureq.data = job;
-  job->state = JOB_WAITING;
-  job->submitted_ns = uv_hrtime();
-  r->waiting++;
+  if (takes_local_slot(job)) {
+    job->local_slot = true;
+    r->local_used++;
+  }
   int rc =
       cq_uv_acquire(r->adapter, &job->ureq, &job->req, CQ_NEVER, on_granted);
   if (rc != 0) {
     r->waiting--;
+    local_give(job);
     job_not_run(job, rc == CQ_ENEVER ? JOB_NEVER_FITS : JOB_NOT_STARTED,
                 rc == CQ_ENEVER    ? cq_grant_error(&job->ureq.grant)
                 : rc == CQ_ECLOSED ? NULL
                                    : cq_strerror(rc));
   }
+}
+
+static void acquire(struct job *job) {
+  struct runner *r = job->runner;
+  job->state = JOB_WAITING;
+  job->submitted_ns = uv_hrtime();
+  r->waiting++;
+  if (takes_local_slot(job) && r->local_used >= r->local_jobs)
+    queue_push(&r->local_head, &r->local_tail, job); /* for a -j slot */
+  else
+    pool_acquire(job);
 }
 
 void job_submit(struct job *job) {
@@ -761,6 +866,17 @@ void job_submit(struct job *job) {
 static void stop_run(struct runner *r, bool kill_running) {
   r->stopping = true;
   input_close(r);
+  /* The jobs of the runner's own queues start no more either. */
+  struct job *job;
+  while ((job = queue_pop(&r->local_head, &r->local_tail)) != NULL) {
+    r->waiting--;
+    job_not_run(job, JOB_NOT_STARTED, NULL);
+  }
+  while ((job = queue_pop(&r->delay_head, &r->delay_tail)) != NULL) {
+    r->waiting--;
+    release_job(job);
+    job_not_run(job, JOB_NOT_STARTED, NULL);
+  }
   close_adapter(r); /* fails the waiting acquires, from within */
   if (kill_running)
     for (struct job *job = r->running_list; job != NULL; job = job->next)
@@ -799,6 +915,8 @@ static void finish_if_done(struct runner *r) {
     uv_close((uv_handle_t *)&r->signals[i], NULL);
   uv_close((uv_handle_t *)&r->group_timer, NULL);
   uv_close((uv_handle_t *)&r->exit_watch, NULL);
+  if (r->o->delay_ms > 0)
+    uv_close((uv_handle_t *)&r->delay_timer, NULL);
   if (r->progress) {
     uv_close((uv_handle_t *)&r->progress_timer, NULL);
     progress_clear(r);
@@ -861,6 +979,10 @@ int runner_start(struct runner *r) {
   r->exit_watch.data = r;
   (void)uv_timer_start(&r->exit_watch, on_exit_watch, RUNNER_EXIT_WATCH_MS,
                        RUNNER_EXIT_WATCH_MS);
+  if (r->o->delay_ms > 0) {
+    (void)uv_timer_init(&r->loop, &r->delay_timer); /* cannot fail */
+    r->delay_timer.data = r;
+  }
   if (r->progress) {
     (void)uv_timer_init(&r->loop, &r->progress_timer); /* cannot fail */
     r->progress_timer.data = r;

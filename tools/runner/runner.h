@@ -60,6 +60,13 @@
 /* The budget that -j sets, and that jobs naming nothing ask one unit of. */
 #define RUNNER_JOBS_BUDGET "jobs"
 
+/* Input sources of a template (":::", "::::", -a) at most. */
+#define RUNNER_SOURCES_MAX 32
+
+/* The longest command that -X packs, in bytes: well inside Linux's limit
+ * on one argument (128 KiB), which `sh -c COMMAND` passes it as. */
+#define RUNNER_COMMAND_MAX 65536
+
 /* ------------------------------------------------------------------------ */
 /* Options                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -73,7 +80,9 @@ enum output_mode {
 
 enum halt_when { HALT_NEVER, HALT_SOON, HALT_NOW };
 
-enum summary_kind { SUMMARY_ALL, SUMMARY_FAILED, SUMMARY_NONE };
+/* What the summary table lists: the failed jobs (the default, so that a
+ * run of thousands of jobs still ends on one screen), every job, none. */
+enum summary_kind { SUMMARY_FAILED, SUMMARY_FULL, SUMMARY_NONE };
 
 enum resume_kind { RESUME_NONE, RESUME_DONE, RESUME_FAILED };
 
@@ -85,13 +94,25 @@ struct device_env {
 
 #define RUNNER_DEVICE_ENV_MAX 8
 
+/* An input source of a template: the words after ":::", or the lines of a
+ * file ("::::", -a; "-": standard input). A linked one (":::+", "::::+")
+ * is zipped with the source before it instead of combined with it. */
+struct arg_source {
+  const char *path; /* NULL: the words */
+  char **words;
+  int n_words;
+  bool linked;
+};
+
 struct options {
   const char *resources; /* NULL: none but the jobs budget */
   const char *pool_url;  /* --pool: a fleet pool; NULL: in-process */
   const char *pool_ns;   /* its namespace; NULL: "cronoq-run" */
   bool jobs_given;       /* -j was given */
+  bool new_namespace;    /* --new-namespace: CQ_FLEET_NEW_NAMESPACE */
   const char *request;   /* for jobs naming nothing; NULL: jobs=1 */
-  int64_t jobs;          /* capacity of the jobs budget; 0: no budget */
+  int64_t jobs;          /* -j: the jobs budget's capacity (a fleet pool:
+                            this runner's own slots); 0: no limit */
   const char *gpu_pool;  /* NULL: "gpu", where there is one */
   struct device_env device_env[RUNNER_DEVICE_ENV_MAX];
   size_t n_device_env;
@@ -110,15 +131,21 @@ struct options {
   enum summary_kind summary;
   const char *json; /* "-": standard output */
   bool follow;
+  bool keep_order;  /* -k: the jobs' output in input order */
+  bool dry_run;     /* --dry-run: print the commands, run none */
+  int64_t delay_ms; /* --delay: between two job starts; 0: none */
   /* The input: a job file (NULL or "-": standard input), or a command
-   * template with its arguments (after ":::", from a file after "::::",
-   * else from standard input). */
+   * template with its input sources (none: standard input). */
   const char *jobfile;
   char **template_words;
   int n_template_words;
-  char **args;
-  int n_args;
-  const char *argfile;
+  struct arg_source sources[RUNNER_SOURCES_MAX];
+  size_t n_sources;
+  int64_t max_args;     /* -n, -N: records per job (0: one, inserted as
+                           none); -1: not given (one; -X: no limit) */
+  bool context_replace; /* -X: a word with {} once per record, and the
+                           records spread over the -j slots */
+  const char *colsep;   /* --colsep: a regex that splits each value */
 };
 
 /* options.c: a duration ("90", "1.5", "15m"), in milliseconds rounded up.
@@ -129,6 +156,8 @@ int parse_duration(const char *text, int64_t *ms);
  * exit status (0 after --help or --version, 2 after a usage error, which
  * it printed). */
 int options_parse(int argc, char **argv, struct options *o);
+/* options.c: the number of online CPUs (at least 1), which -j counts in. */
+int64_t options_cpus(void);
 
 /* ------------------------------------------------------------------------ */
 /* Strings                                                                   */
@@ -192,16 +221,23 @@ struct capture {
 
 struct job {
   struct runner *runner;
-  size_t seq;         /* 1-based: {#}, the joblog's Seq */
-  size_t line;        /* line in the job file; 0 for an argument */
-  char *text;         /* the line or the argument as read, owned */
-  char *spec;         /* the request spec as given ("" for none), owned */
-  char *name;         /* name= of the line, owned; NULL if none */
-  const char *arg;    /* the argument of a template job (into text) */
-  const char *templ;  /* the command, or the template to expand */
-  char *command;      /* the command of the last attempt, owned */
-  char *error;        /* why it failed before running, owned */
-  int64_t timeout_ms; /* its limit; 0: none */
+  size_t seq;      /* 1-based: {#}, the joblog's Seq */
+  size_t line;     /* line in the job file; 0 for an argument */
+  char *text;      /* the line or the argument as read, owned */
+  char *spec;      /* the request spec as given ("" for none), owned */
+  char *name;      /* name= of the line, owned; NULL if none */
+  const char *arg; /* a template job's arguments, joined by blanks: its
+                      label (it is `text`) */
+  char **fields;   /* a template job's values, record after record (a
+                      value split by --colsep is several), owned */
+  size_t n_fields;
+  size_t *rec_at; /* record i is fields[rec_at[i]..rec_at[i + 1]) */
+  size_t n_records;
+  bool default_request; /* it asks what --request says */
+  const char *templ;    /* the command, or the template to expand */
+  char *command;        /* the command of the last attempt, owned */
+  char *error;          /* why it failed before running, owned */
+  int64_t timeout_ms;   /* its limit; 0: none */
   enum job_state state;
   unsigned attempts;
   cq_req req;     /* built once; the same for every attempt */
@@ -218,8 +254,13 @@ struct job {
   bool timed_out;
   int64_t exit_code; /* valid when EXITED and term_signal == 0 */
   int term_signal;
-  size_t slot;                                 /* {%}: 1.., while it runs */
-  struct job *next, *prev;                     /* the running jobs' list */
+  size_t slot;             /* {%}: 1.., while it runs */
+  struct job *next, *prev; /* the running jobs' list */
+  struct job *queued;      /* the next job in a queue of the runner's own: for
+                              a -j slot of its own (fleet pools), for --delay */
+  bool local_slot;         /* it holds one of this runner's own -j slots */
+  bool final;              /* its outcome is final (job_final()) */
+  struct strbuf held_out, held_err; /* -k: output held for its turn */
   uint64_t submitted_ns, granted_ns, ended_ns; /* uv_hrtime() */
   double start_wall_s; /* when the last attempt started, epoch */
   char *devices;       /* the GPU ids it got, owned */
@@ -227,11 +268,40 @@ struct job {
 };
 
 /* jobs.c */
-/* Add a job read from `text` (owned by the job from now on): a job-file
- * line (line > 0) or a template argument (line == 0). Returns the job or
- * NULL when out of memory (printed). Blank and comment lines are not jobs:
- * it frees them and returns NULL with *skipped set. */
+/* Add a job read from job-file line `line` (`text` is owned by the job
+ * from now on). Returns the job or NULL when out of memory (printed).
+ * Blank and comment lines are not jobs: it frees them and returns NULL
+ * with *skipped set. */
 struct job *job_add(struct runner *r, char *text, size_t line, bool *skipped);
+
+/* A template job's arguments, as args.c gathers them (see struct job). */
+struct job_args {
+  char **fields;
+  size_t n_fields, fields_cap;
+  size_t *rec_at;
+  size_t n_records, records_cap;
+  size_t bytes; /* of the fields, for -X's limit on a command's length */
+  bool failed;  /* out of memory on the way */
+};
+/* Add a template job with these arguments, which it takes (*a is reset).
+ * Returns the job, or NULL when out of memory (printed). */
+struct job *job_add_args(struct runner *r, struct job_args *a);
+void job_args_free(struct job_args *a);
+
+/* A placeholder of a template: {} and its forms {.} {/} {//} {/.}, the
+ * same for one value ({1}, {2.}, ...), {#} and {%}. */
+enum mark_kind { MARK_ARG, MARK_SEQ, MARK_SLOT };
+enum mark_part { PART_ALL, PART_NOEXT, PART_BASE, PART_DIR, PART_BASE_NOEXT };
+struct mark {
+  enum mark_kind kind;
+  enum mark_part part;
+  size_t column; /* {N}: N; 0 for {} */
+};
+/* The placeholder that starts at p: its length, 0 if none does. */
+size_t template_mark(const char *p, struct mark *m);
+/* How many words of the template hold a value's placeholder ({}, {1},
+ * ...), or with `any` any placeholder. */
+int template_mark_words(char *const *words, int n, bool any);
 /* The command of the job's next attempt, expanded (templates). */
 char *job_command(const struct job *job);
 void jobs_free(struct runner *r);
@@ -260,7 +330,25 @@ struct runner {
   struct job **jobs;
   size_t n_jobs, jobs_cap;
   struct job *running_list; /* jobs RUNNING, for the group poll */
-  bool *slots;              /* slots[i]: slot i + 1 is taken */
+  /* Fleet pools: -j is this runner's own limit, not the namespace's (the
+   * jobs that ask the default request take a slot before they queue on
+   * the pool); 0: none. */
+  int64_t local_jobs, local_used;
+  struct job *local_head, *local_tail; /* waiting for a slot of them */
+  /* --delay: granted jobs wait their turn to start, in grant order. */
+  uv_timer_t delay_timer;
+  struct job *delay_head, *delay_tail;
+  uint64_t next_start_ns; /* no job starts before (uv_hrtime()) */
+  /* -k: the first job whose output is not all printed (an index). */
+  size_t order_next;
+  /* Template arguments: the job being gathered (-n, -X), how many
+   * records a job takes, the --colsep regex (a regex_t, args.c's). */
+  struct job_args pending;
+  size_t group_records;
+  int arg_words;    /* words of the template with a value's placeholder */
+  int marked_words; /* with any placeholder; none: the values appended */
+  void *colsep;
+  bool *slots; /* slots[i]: slot i + 1 is taken */
   size_t n_slots;
   char **env;      /* children's environment: ours, then n_env_own slots */
   size_t env_slot; /* index of the first slot */
@@ -297,6 +385,9 @@ struct runner {
  * backfill on. The one place a pool is opened; see its comment. Returns 0,
  * or 2 after printing why. */
 int pool_open(struct runner *r, const struct options *o);
+/* pool.c: on a fleet pool, one line on stderr: which limits are this
+ * runner's own and which the namespace's. */
+void pool_say_limits(struct runner *r, const struct options *o);
 
 /* run.c */
 /* Set up the loop; then job_submit() starts jobs as they are added.
@@ -316,10 +407,27 @@ bool job_failed(const struct job *job);
  * input is a regular file, to read whole), input_follow_start() after.
  * They return 0, or 2 after printing why. */
 int input_read_all(struct runner *r);
+/* Each line of the file at `path` (NULL or "-": standard input) to
+ * `each`, which owns it. Returns 0, or 2 after printing why. */
+int input_lines(const char *path, void (*each)(void *ctx, char *line),
+                void *ctx);
 int input_follow_open(struct runner *r);
 int input_follow_start(struct runner *r);
 /* Stop reading (the run is stopped, or the input ended). */
 void input_close(struct runner *r);
+
+/* args.c: a template's arguments, from its input sources to jobs: every
+ * combination of the sources (the linked ones zipped), each value split by
+ * --colsep, and -n or -X records per job. args_init() first (0, or 2 after
+ * printing why); then args_read_all() reads every source whole and makes
+ * the jobs, or, for one source read as it comes, args_value() takes each
+ * value and args_end() makes a job of what is left. */
+int args_init(struct runner *r);
+int args_read_all(struct runner *r);
+bool args_whole(const struct options *o); /* sources must be read whole */
+void args_value(struct runner *r, char *value);
+void args_end(struct runner *r);
+void args_free(struct runner *r);
 
 /* output.c: the console. Every byte the runner writes to its stdout and
  * stderr goes through here, so that none glues onto the progress line. */
@@ -341,6 +449,9 @@ int output_start(struct job *job);
 void output_finish(struct job *job, uv_close_cb closed);
 /* Files of --results opened for the attempt, closed by the caller. */
 void output_close_files(uv_stdio_container_t *stdio);
+/* -k: print the output of the jobs whose turn has come, in input order.
+ * Called when a job's outcome is final and when its output is all read. */
+void output_in_order(struct runner *r);
 
 /* report.c */
 void progress_draw(struct runner *r);

@@ -43,7 +43,7 @@ resume_skips_what_the_joblog_has_and_resume_failed_runs_the_failures() {
     fail "the first run: status $rc, ran $(cat "$dir/runs")"
   echo "echo 4 >>'$dir/runs'" >>"$dir/jobs"
   : >"$dir/runs"
-  run --joblog "$dir/joblog" --resume "$dir/jobs"
+  run --joblog "$dir/joblog" --resume --summary full "$dir/jobs"
   [ "$rc" -eq 0 ] || fail "--resume: exit status $rc, expected 0"
   [ "$(cat "$dir/runs")" = 4 ] || fail "--resume ran $(cat "$dir/runs")"
   expect_status 1 skipped

@@ -182,3 +182,50 @@ start_runner() {
   (exec ${CRONOQ_RUN_WRAPPER:-} "$bin" "$@") &
   runner=$!
 }
+
+# GNU parallel, which the tests of its command lines compare with. Where it
+# is missing they check their own expectations alone and say that they
+# skipped the comparison; with CRONOQ_REQUIRE_PARALLEL=1 (CI) its absence
+# fails them instead. (moreutils' `parallel` is another program.)
+have_parallel() {
+  if command -v parallel >/dev/null 2>&1 &&
+    parallel --version 2>/dev/null | grep -q '^GNU parallel'; then
+    return 0
+  fi
+  [ "${CRONOQ_REQUIRE_PARALLEL:-0}" != 1 ] ||
+    fail "GNU parallel is not installed, and CRONOQ_REQUIRE_PARALLEL=1"
+  [ -n "${parallel_missing_said:-}" ] ||
+    echo "skipped the comparisons with GNU parallel: it is not installed"
+  parallel_missing_said=yes
+  return 1
+}
+
+# like_parallel WANT ARG...: `cronoq-run ARG...` succeeds and prints what
+# the file WANT holds on stdout, and GNU parallel, given the same line,
+# prints the same. In order with -k (and --dry-run), else sorted: the
+# order in which jobs that run at once end is not defined. The log is
+# emptied before each of the two runs, for jobs that wait on it.
+like_parallel() {
+  want=$1
+  shift
+  order=sort
+  case " $* " in *" -k "* | *" --keep-order "* | *" --dry-run "*) order=cat ;; esac
+  : >"$log"
+  run "$@" </dev/null
+  [ "$rc" -eq 0 ] || fail "cronoq-run $*: exit status $rc, expected 0"
+  LC_ALL=C $order <"$dir/out" >"$dir/got"
+  LC_ALL=C $order <"$want" | cmp -s - "$dir/got" ||
+    fail "cronoq-run $*: printed
+$(cat "$dir/out")
+expected
+$(cat "$want")"
+  have_parallel || return 0
+  : >"$log"
+  HOME=$dir parallel --will-cite "$@" </dev/null >"$dir/pout" 2>"$dir/perr" ||
+    fail "GNU parallel $*: exit status $?: $(cat "$dir/perr")"
+  LC_ALL=C $order <"$dir/pout" | cmp -s - "$dir/got" ||
+    fail "cronoq-run $*: printed
+$(cat "$dir/out")
+but GNU parallel
+$(cat "$dir/pout")"
+}

@@ -26,15 +26,28 @@ usage_and_spec_errors_exit_2() {
     fail "a default request naming nothing that exists: status $rc"
   run --resources timeout=3 "$dir/jobs"
   [ "$rc" -eq 2 ] || fail "a resource named like a job-line word: status $rc"
-  for bad in '-j x' '-j -1' '-j 0%' '--retries x' '--halt sometimes' \
+  for bad in '-j x' '-j 0%' '-j +x' '-j 1.5' '-j +5%' '-j --5' \
+    '--retries x' '--halt sometimes' \
     '--halt soon,fail=0' '--halt now,fail=101%' '--summary some' \
     '--device-env gpu' '--device-env gpu=1X' '--device-env nosuch=X' \
-    '--resume' '--json ""'; do
+    '--resume' '--json ""' '--delay 0' '--delay x' '--new-namespace' \
+    '-n x' '-N -1' '--colsep ""'; do
     eval "run --resources gpu=1 $bad \"\$dir/jobs\""
     [ "$rc" -eq 2 ] || fail "$bad: status $rc, expected 2"
   done
-  run echo ::: 
+  run echo :::
   [ "$rc" -eq 2 ] || fail "::: without arguments: status $rc"
+  run echo ::: a ::::
+  [ "$rc" -eq 2 ] || fail ":::: without a file: status $rc"
+  run --colsep '(' echo ::: a
+  [ "$rc" -eq 2 ] && grep -q -- "--colsep" "$dir/err" ||
+    fail "a --colsep that is not a regex: status $rc"
+  for only in '-n 2' '-X' '--colsep ,'; do
+    eval "run $only \"\$dir/jobs\""
+    [ "$rc" -eq 2 ] || fail "$only with a job file: status $rc, expected 2"
+  done
+  run --follow echo ::: a ::: b
+  [ "$rc" -eq 2 ] || fail "--follow with two sources: status $rc"
   [ ! -e "$dir/ran" ] || fail "a job ran"
   run --help
   [ "$rc" -eq 0 ] && grep -q "^usage: cronoq-run" "$dir/out" ||
@@ -66,23 +79,25 @@ timeout_is_read_strictly_as_a_decimal_duration() {
 }
 
 # Every option --help lists (the parser's own table makes the help) is in
-# the man page, in the README and in what the bash completion offers.
+# the man page, in the README (the manual) and in what the bash completion
+# offers.
 help_man_page_and_completion_cover_every_option() {
   run --help
   [ "$rc" -eq 0 ] || fail "--help: status $rc"
-  sed -n 's/^ *\(-[a-z], \)\{0,1\}\(--[a-z][a-z-]*\).*/\2/p' "$dir/out" \
-    >"$dir/options"
+  # Long options, and the short ones that have none (-N, -X).
+  sed -n 's/^ *\(-[a-zA-Z], \)\{0,1\}\(--[a-z][a-z-]*\).*/\2/p
+    s/^  \(-[a-zA-Z]\) .*/\1/p' "$dir/out" >"$dir/options"
   [ "$(wc -l <"$dir/options")" -ge 25 ] || fail "--help lists too few options"
   sed 's/\\-/-/g; s/\\f[BIR]//g' "$here/../cronoq-run.1" >"$dir/man"
   for opt in $(cat "$dir/options"); do
     grep -q -- "$opt" "$dir/man" || fail "the man page lacks $opt"
     grep -q -- "\`$opt" "$here/../README.md" || fail "the README lacks $opt"
   done
-  for opt in $(sed -n 's/^  \(-[a-z]\), .*/\1/p' "$dir/out"); do
+  for opt in $(sed -n 's/^  \(-[a-zA-Z]\), .*/\1/p' "$dir/out"); do
     grep -q -- "$opt," "$dir/man" || fail "the man page lacks $opt"
   done
   command -v bash >/dev/null 2>&1 || return 0
-  bash -c '. "$1"; COMP_WORDS=("$2" --); COMP_CWORD=1; _cronoq_run
+  bash -c '. "$1"; COMP_WORDS=("$2" -); COMP_CWORD=1; _cronoq_run
     printf "%s\n" "${COMPREPLY[@]}"' sh "$here/../cronoq-run.bash" "$bin" \
     | sort >"$dir/completed"
   sort "$dir/options" | cmp -s - "$dir/completed" ||

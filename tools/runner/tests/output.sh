@@ -98,18 +98,41 @@ EOF
   done
 }
 
-# --summary failed lists the failed jobs alone; none prints no table.
-summary_lists_only_what_it_is_asked_to() {
-  printf '%s\n' 'true' 'exit 2' 'true' >"$dir/jobs"
-  run --summary failed "$dir/jobs"
+# A run of 200 jobs ends on one screen: by default the summary lists the
+# failed jobs and the totals; --summary full (or all) lists every job,
+# --summary none nothing; --json keeps every job. A run where all succeed
+# ends with the totals alone. Before, the default was a 200-row table.
+summary_shows_totals_and_failures_by_default_and_the_full_table_on_request() {
+  for i in $(seq 200); do
+    case $i in 7 | 150) echo 'exit 2' ;; *) echo true ;; esac
+  done >"$dir/jobs"
+  run "$dir/jobs"
   [ "$rc" -eq 1 ] || fail "exit status $rc, expected 1"
-  expect_status 2 "exit 2"
-  [ -z "$(status_of 1)" ] && [ -z "$(status_of 3)" ] ||
-    fail "--summary failed lists a job that succeeded"
-  grep -q '^3 job(s): 2 ok, 1 failed' "$dir/err" || fail "no totals"
+  [ "$(wc -l <"$dir/err")" -eq 4 ] || fail "not 4 lines: $(cat "$dir/err")"
+  expect_statuses 7 "exit 2" 150 "exit 2"
+  [ -z "$(status_of 1)" ] && [ -z "$(status_of 200)" ] ||
+    fail "the default summary lists a job that succeeded"
+  tail -n 1 "$dir/err" | grep -q '^200 job(s): 198 ok, 2 failed$' ||
+    fail "no totals"
+  awk '{ print $1, $2, $3 }' "$dir/err" >"$dir/default"
+  run --summary failed "$dir/jobs"
+  awk '{ print $1, $2, $3 }' "$dir/err" | cmp -s - "$dir/default" ||
+    fail "--summary failed is not the default"
+  for full in full all; do
+    run --summary "$full" --json "$dir/doc.json" "$dir/jobs"
+    [ "$rc" -eq 1 ] && [ "$(wc -l <"$dir/err")" -eq 202 ] ||
+      fail "--summary $full: status $rc, $(wc -l <"$dir/err") lines"
+    expect_statuses 1 "exit 0" 7 "exit 2" 200 "exit 0"
+  done
+  [ "$(grep -c '"seq":' "$dir/doc.json")" -eq 200 ] ||
+    fail "the JSON document does not have every job"
   run --summary none "$dir/jobs"
   [ "$rc" -eq 1 ] && [ ! -s "$dir/err" ] ||
     fail "--summary none: status $rc, printed $(cat "$dir/err")"
+  sed -i 's/^exit 2$/true/' "$dir/jobs"
+  run "$dir/jobs"
+  [ "$rc" -eq 0 ] && [ "$(cat "$dir/err")" = '200 job(s): 200 ok, 0 failed' ] ||
+    fail "all succeeded: status $rc, printed $(cat "$dir/err")"
 }
 
 # --json -: the document is all there is on stdout; the jobs' stdout goes

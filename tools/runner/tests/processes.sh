@@ -13,7 +13,7 @@ slot=1 -- trap '' TERM; echo \$\$ >'$dir/pid.stubborn'; sleep 300
 slot=1 -- touch '$dir/after'
 EOF
   # A generous timeout: the quick jobs must never reach it.
-  run --resources slot=1 --timeout 3 "$dir/jobs"
+  run --resources slot=1 --timeout 3 --summary full "$dir/jobs"
   [ "$rc" -eq 1 ] || fail "exit status $rc, expected 1"
   [ -e "$dir/after" ] || fail "the job after the failures did not run"
   expect_status 1 "exit 3"
@@ -34,7 +34,7 @@ units_come_back_only_when_the_whole_process_group_is_gone() {
 slot=1 -- (trap '' TERM; exec sleep 60) & echo \$! >'$dir/pid.straggler'; echo 'start slot 1' >>'$log'; sleep 60
 slot=1 -- if kill -0 \$(cat '$dir/pid.straggler') 2>/dev/null; then echo alive; else echo gone; fi >'$dir/seen'
 EOF
-  run --resources slot=1 --timeout 1 "$dir/jobs"
+  run --resources slot=1 --timeout 1 --summary full "$dir/jobs"
   kill -KILL "$(cat "$dir/pid.straggler" 2>/dev/null)" 2>/dev/null
   [ "$rc" -eq 1 ] || fail "exit status $rc, expected 1"
   expect_status 1 "timed out"
@@ -141,7 +141,7 @@ slot=1 -- echo 'run A' >>'$log'; if [ ! -e '$dir/a.once' ]; then touch '$dir/a.o
 slot=1 -- echo 'run B' >>'$log'
 slot=1 -- echo 'run C' >>'$log'; exit 5
 EOF
-  run --resources slot=1 --retries 2 --json "$dir/doc.json" "$dir/jobs"
+  run --resources slot=1 --retries 2 --summary full --json "$dir/doc.json" "$dir/jobs"
   [ "$rc" -eq 1 ] || fail "exit status $rc, expected 1"
   order=$(awk '{ printf "%s", $2 }' "$log")
   [ "$order" = ABCACC ] || fail "attempts ran in the order $order"
@@ -164,7 +164,7 @@ slot=1 -- exit 7
 slot=1 -- touch '$dir/ran.3'
 slot=1 -- touch '$dir/ran.4'
 EOF
-  run --resources slot=2 --halt soon,fail=1 "$dir/jobs"
+  run --resources slot=2 --halt soon,fail=1 --summary full "$dir/jobs"
   [ "$rc" -eq 3 ] || fail "exit status $rc, expected 3"
   expect_statuses 1 "exit 0" 2 "exit 7" 3 "not started" 4 "not started"
   [ ! -e "$dir/ran.3" ] && [ ! -e "$dir/ran.4" ] || fail "a job started"
@@ -214,7 +214,7 @@ job_ends_are_seen_when_the_runner_starts_with_sigchld_blocked() {
   (exec "$python" -c 'import os, signal, sys
 signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
 os.execvp(sys.argv[1], sys.argv[1:])' ${CRONOQ_RUN_WRAPPER:-} "$bin" \
-    --resources slot=1 "$dir/jobs" >"$dir/out" 2>"$dir/err") &
+    --resources slot=1 --summary full "$dir/jobs" >"$dir/out" 2>"$dir/err") &
   runner=$!
   guard 60
   wait "$runner"

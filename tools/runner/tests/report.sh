@@ -50,7 +50,7 @@ summary_shows_every_device_of_a_job_in_full() {
   a=GPU-0a1b2c3d-1111-2222-3333-444455556666
   b=GPU-0a1b2c3d-1111-2222-3333-444455557777
   printf '%s\n' 'gpu=1 -- true' 'gpu=2 -- true' >"$dir/jobs"
-  CUDA_VISIBLE_DEVICES=$a,$b run --resources gpu=auto "$dir/jobs"
+  CUDA_VISIBLE_DEVICES=$a,$b run --resources gpu=auto --summary full "$dir/jobs"
   [ "$rc" -eq 0 ] || fail "exit status $rc, expected 0"
   one=$(awk '$1 == 1 && $2 == "exit" { print $6 }' "$dir/err")
   [ "$one" = "$a" ] || [ "$one" = "$b" ] || fail "line 1 shows '$one'"

@@ -54,7 +54,7 @@ mem=100 -- sh '$dir/devjob' memory '$dir/env'
 EOF
   # Stale values in the runner's environment must not reach the jobs.
   CUDA_VISIBLE_DEVICES=7 CRONOQ_GRANT=stale RUNNER_TEST_INHERITED=yes \
-    run --resources gpu=2,mem=1000 "$dir/jobs"
+    run --resources gpu=2,mem=1000 --summary full "$dir/jobs"
   [ "$rc" -eq 0 ] || fail "exit status $rc, expected 0"
   for i in 1 2 3 4 5 6; do
     entry=$(grep "^h$i " "$dir/env")
@@ -130,7 +130,7 @@ gpu=8 -- touch '$dir/ran.6'
 
 gpu=0.5 -- touch '$dir/ran.8'
 EOF
-  run --resources gpu=4,slot=1 "$dir/jobs"
+  run --resources gpu=4,slot=1 --summary full "$dir/jobs"
   [ "$rc" -eq 1 ] || fail "exit status $rc, expected 1"
   [ -e "$dir/ran.2" ] || fail "line 2 did not run (or saw no never-fits report)"
   [ -e "$dir/ran.8" ] || fail "line 8 did not run"
@@ -214,7 +214,7 @@ timeout=30 -- sleep 1
 sleep 30
 timeout=0x10 -- touch '$dir/ran.4'
 EOF
-  run --timeout 0.5 "$dir/jobs"
+  run --timeout 0.5 --summary full "$dir/jobs"
   [ "$rc" -eq 1 ] || fail "exit status $rc, expected 1"
   expect_status 1 "timed out"
   expect_status 2 "exit 0"

@@ -6,7 +6,7 @@
 # placeholders; the argument is quoted for the shell; without a
 # placeholder the argument is appended.
 template_runs_once_per_argument_with_its_placeholders() {
-  run -j 1 echo '{#}:{}+{.}+{/}+{//}+{/.}+{%}' ::: dir/sub/a.tar.gz plain \
+  run -j 1 --summary full echo '{#}:{}+{.}+{/}+{//}+{/.}+{%}' ::: dir/sub/a.tar.gz plain \
     "it's; touch $dir/pwned"
   [ "$rc" -eq 0 ] || fail "exit status $rc, expected 0"
   cat >"$dir/want" <<EOF
@@ -16,7 +16,7 @@ template_runs_once_per_argument_with_its_placeholders() {
 EOF
   cmp -s "$dir/out" "$dir/want" || fail "expanded: $(cat "$dir/out")"
   [ ! -e "$dir/pwned" ] || fail "an argument ran as a command"
-  run -j 1 echo got ::: a b
+  run -j 1 --summary full echo got ::: a b
   [ "$(tr '\n' ' ' <"$dir/out")" = "got a got b " ] ||
     fail "appended: $(cat "$dir/out")"
   grep -q '^ job  status' "$dir/err" || fail "the table does not number jobs"
