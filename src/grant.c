@@ -220,6 +220,17 @@ int cq_grant_try(cq_pool *pool, cq_grant *grant, const cq_req *req) {
   return finish(pool, &o, cq__policy_arrive(pool, g, &o) ? 0 : CQ_EBUSY);
 }
 
+/* Tests (cq__grant_hold_woken): a blocked thread just woken waits here,
+ * before it takes the pool's lock, while the flag is set, as a thread the
+ * scheduler is slow to run would (bounded). */
+extern _Atomic int cq__grant_hold_woken;
+static void hold_woken(cq__parker *park) {
+  for (int i = 0; i < 30000 && atomic_load_explicit(&cq__grant_hold_woken,
+                                                    memory_order_relaxed) != 0;
+       i++)
+    (void)cq__parker_park(park, cq_now() + 1);
+}
+
 int cq_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
                      int64_t deadline_ms) {
   if (pool != NULL && cq__pool_remote(pool)) {
@@ -267,6 +278,7 @@ int cq_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
     if (self_timed)
       until = deadline_ms < window_end ? deadline_ms : window_end;
     (void)cq__parker_park(park, until);
+    hold_woken(park);
     if (atomic_load_explicit(&g->posted, memory_order_acquire))
       break;
     cq__mutex_lock(&pool->lock);
@@ -289,6 +301,8 @@ int cq_grant_acquire(cq_pool *pool, cq_grant *grant, const cq_req *req,
   cq__outbox_flush(&o);
   return rc;
 }
+
+_Atomic int cq__grant_hold_woken;
 
 int cq_grant_submit(cq_pool *pool, cq_grant *grant, const cq_req *req,
                     int64_t deadline_ms, cq_grant_cb cb) {

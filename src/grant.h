@@ -86,6 +86,8 @@ struct cq__grant {
   cq__parker *park;
   _Atomic uint8_t posted;
   uint8_t asleep;     /* in its barging window (queue.c) */
+  uint8_t woken;      /* its thread was nudged and has not run since: the
+                         wake-up of its outcome is that one (queue.c) */
   int64_t wake_until; /* asleep: when the window ends */
   int64_t deadline_ms;
   int64_t t_enqueue; /* when it started waiting, on the pool's clock */

@@ -617,6 +617,7 @@ static void start_waiting(cq_pool *p, struct cq__grant *g,
                           int64_t deadline_ms) {
   g->deadline_ms = deadline_ms;
   g->t_enqueue = cq__pool_now(p);
+  g->woken = 0;
   for (unsigned i = 0; i < g->n_items; i++)
     g->it[i].res->n_waiting++;
   if (g->deadline_ms != CQ_NEVER)
@@ -657,13 +658,15 @@ static void dequeue(cq_pool *p, struct cq__grant *g) {
 }
 
 /* Tell a waiter its attempt is over: wake its thread or queue its callback.
- * A thread that decided its own outcome (p->q.self) is awake already. */
+ * A thread that decided its own outcome (p->q.self) is awake already; one
+ * nudged that has not run since (its window ended meanwhile, and another
+ * event decided it) was counted woken when it was nudged. */
 static void notify(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
   if (g == p->q.self) {
     atomic_store_explicit(&g->posted, 1, memory_order_relaxed);
     return;
   }
-  if (g->style == CQ__STYLE_BLOCKING)
+  if (g->style == CQ__STYLE_BLOCKING && !g->woken)
     p->q.wakeups++;
   cq__outbox_post(o, g);
 }
@@ -901,6 +904,7 @@ static void nudge_one(cq_pool *p, struct cq__outbox *o) {
     if (covered_all_at(g, UINT64_MAX, NULL)) {
       p->q.nudged = g;
       p->q.wakeups++;
+      g->woken = 1;
       o->nudge = g->park;
       return;
     }
@@ -930,6 +934,7 @@ void cq__policy_sleep(cq_pool *p, struct cq__grant *g, int64_t deadline_ms,
 }
 
 void cq__policy_woken(cq_pool *p, struct cq__grant *g, struct cq__outbox *o) {
+  g->woken = 0; /* it runs: a later wake-up is a new one */
   if (!g->asleep)
     return; /* it claims its place already: the sweep grants it */
   if (p->q.nudged == g)

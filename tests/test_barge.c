@@ -182,6 +182,30 @@ static void test_a_sleeper_whose_window_passed_is_claimed_by_a_try(void **s) {
   scene_end(&sc);
 }
 
+extern _Atomic int cq__grant_hold_woken; /* tests: see src/grant.c */
+
+/* A sleeper woken by a release (it fits now) is one woken thread: when its
+ * window ends before that thread runs and another event grants it, the
+ * wake-up it was given is its outcome's, not a second one (the count was
+ * two, and the bench's handoff check failed on a loaded machine). */
+static void
+test_a_nudged_sleeper_granted_by_another_event_is_woken_once(void **s) {
+  (void)s;
+  struct scene sc;
+  scene_start(&sc, true);
+  atomic_store(&cq__grant_hold_woken, 1);
+  now_ms = 1005;
+  assert_cq_ok(cq_grant_release(pool, &sc.h)); /* A fits: woken, held back */
+  assert_int_equal(stats().wakeups, 1);
+  advance_to(1010); /* its window ends: it claims, and is granted */
+  assert_int_equal(stats().converted, 1);
+  assert_int_equal(cqt_budget(pool, "b").in_use, 2);
+  atomic_store(&cq__grant_hold_woken, 0);
+  assert_cq_ok(cqt_acquire_join(&sc.a));
+  assert_int_equal(stats().wakeups, 1);
+  assert_cq_ok(cq_grant_release(pool, &sc.a.grant));
+}
+
 /* H and H2 hold a unit each; after A's window H2 releases, which does not
  * make A fit, yet from then on the unit is withheld for A. */
 static void
@@ -419,6 +443,7 @@ int main(void) {
       T(test_once_its_window_has_passed_it_claims_its_place_and_nobody_overtakes),
       T(test_a_sleeper_whose_window_passed_is_claimed_by_a_try),
       T(test_a_sleeper_whose_window_passed_is_claimed_by_a_release),
+      T(test_a_nudged_sleeper_granted_by_another_event_is_woken_once),
       T(test_a_lock_free_try_after_the_window_finds_the_sleeper_claiming),
       T(test_a_sleeper_whose_window_passed_goes_before_a_later_arrival),
       T(test_a_converted_acquire_goes_before_younger_waiters),
