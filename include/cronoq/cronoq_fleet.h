@@ -35,15 +35,18 @@
  *   at once, as on an in-process pool with CQ_POOL_STRICT_ORDER, which is
  *   accepted and changes nothing.
  * - Declarations (cq_budget_add(), cq_budget_add_ex(), cq_class_add(),
- *   cq_devices_add()) that match what the namespace has return 0 and change
- *   nothing; a conflicting one returns CQ_EEXIST and cq_fleet_error() names
- *   both values. cq_devices_add() registers this host's pool: a name with
- *   a '@' is refused with CQ_EINVAL. cq_pool_add_spec() declares each item
- *   the same way, so every process may run the same spec
- *   (`gpu=auto,licence=2`): matching items are accepted, a conflicting one
- *   fails with CQ_EEXIST and its `err` names both values, as
- *   cq_fleet_error() does, and the items declared before it stay (another
- *   process may use them already).
+ *   cq_devices_add()) of a resource the namespace has return 0 and change
+ *   nothing when what it is matches (its kind, a budget's lone-request
+ *   allowance, a device pool's devices), whatever capacity they give: the
+ *   namespace keeps its live capacity, changed only by
+ *   cq_budget_set_capacity() and cq_class_set_max(). A conflicting one
+ *   returns CQ_EEXIST and cq_fleet_error() names both. cq_devices_add()
+ *   registers this host's pool: a name with a '@' is refused with
+ *   CQ_EINVAL. cq_pool_add_spec() declares each item the same way, so every
+ *   process may run the same spec (`gpu=auto,licence=2`): items of
+ *   resources the namespace has are accepted, a conflicting one fails with
+ *   CQ_EEXIST and its `err` names both, as cq_fleet_error() does, and the
+ *   items declared before it stay (another process may use them already).
  * - cq_budget_set_capacity(), cq_class_set_max(), cq_device_set_online()
  *   and cq_resource_remove() change the namespace, for every process.
  * - cq_req_set_hold_limit() is accepted and kept with the lease, but a

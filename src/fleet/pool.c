@@ -424,6 +424,8 @@ void fl_decl_keep(struct fl_pool *fp, const struct fl_decl *d) {
       fp->cap_decls = cap;
     }
   }
+  if (have != NULL && d->kind != CQ_KIND_DEVICES)
+    have->capacity = d->capacity; /* the namespace's, as last seen */
   /* Out of memory: not re-declared after a loss of state, as if another
    * process had declared it. */
   if (have == NULL && fp->n_decls < fp->cap_decls) {
@@ -445,13 +447,26 @@ void fl_decls_free(struct fl_pool *fp) {
 }
 
 /* Declare, and keep the declaration to send again after a loss of state. */
+/* The capacity a declaration's reply says the namespace has (its second
+ * value, where there is one). */
+static void read_capacity(const redisReply *r, void *out) {
+  if (fl_reply_nvalues(r) > 1)
+    *(int64_t *)out = fl_reply_int(r, 1);
+}
+
+/* Declare `d`; a budget or class the namespace has keeps its live
+ * capacity, which is then what this process declared (sent again after a
+ * loss of state). */
 static int declare(struct fl_pool *fp, const struct fl_decl *d) {
   struct fl_args a;
   char full[CQ_NAME_MAX + 2];
   fl_decl_args(fp, d, &a, full, sizeof(full));
-  int rc = op_simple(fp, FL_S_DECLARE, &a);
+  struct fl_decl kept = *d;
+  int rc = op_read(fp, FL_S_DECLARE, &a,
+                   d->kind == CQ_KIND_DEVICES ? NULL : read_capacity,
+                   &kept.capacity);
   if (rc == 0)
-    fl_decl_keep(fp, d);
+    fl_decl_keep(fp, &kept);
   return rc;
 }
 

@@ -495,7 +495,7 @@ test_a_dead_session_with_many_leases_is_reclaimed_in_shares(void **state) {
 /* ------------------------------------------------------------------------ */
 
 /* One worker of host "h": declare `gpu=auto,licence=2` (two GPUs, from
- * CRONOQ_NUM_GPUS), try a conflicting `licence=3`, and take
+ * CRONOQ_NUM_GPUS), try a conflicting `licence:class=3`, and take
  * {gpu: 0.5, licence: 1} once. Says "spec <rc> conflict <rc> grant <rc>
  * gpu <held> | <spec message>". */
 static int spec_main(void *arg, int fd) {
@@ -508,7 +508,7 @@ static int spec_main(void *arg, int fd) {
   cq_pool *p = child_open(ns, &o);
   char err[256] = "", conflict_err[256] = "";
   int rc = cq_pool_add_spec(p, "gpu=auto,licence=2", NULL, err, sizeof(err));
-  int conflict = cq_pool_add_spec(p, "licence=3", NULL, conflict_err,
+  int conflict = cq_pool_add_spec(p, "licence:class=3", NULL, conflict_err,
                                   sizeof(conflict_err));
   cq_req req;
   cq_grant g;

@@ -1,6 +1,10 @@
 -- declare: add a budget, class or device pool, or accept a declaration
--- that matches what the namespace has; a conflicting one fails naming
--- both values.
+-- of one the namespace has. What a resource is must match (its kind, a
+-- budget's lone-request allowance, a device pool's devices): a conflict
+-- fails naming both. Its capacity is the namespace's: a declaration of
+-- another capacity is accepted, and the live one stays (a capacity is
+-- changed with setcap, and outlives the processes that declared it).
+-- Values: the resource's uid, and its capacity (devices: their count).
 -- ARGV: kind, name, capacity (devices: count), flags, namespace, then for
 -- device pools the base name, the host and the ids (separated by spaces).
 local kind, name, cap, flags, ns = tonumber(ARGV[ARG0 + 1]), ARGV[ARG0 + 2],
@@ -30,17 +34,12 @@ if r ~= nil then
     end
     return finish(OK, fmt(r.uid))
   end
-  if r.cap ~= cap then
-    return finish(EEXIST, '"' .. name .. '" has ' ..
-      (kind == CLASS and 'max_workers ' or 'capacity ') .. fmt(r.cap) ..
-      where .. ', not ' .. fmt(cap))
-  end
   if r.fl ~= flags then
     local function lone(f) if f % 2 == LONE then return 'with' end return 'without' end
     return finish(EEXIST, 'budget "' .. name .. '" is ' .. lone(r.fl) ..
       ' the lone-request allowance' .. where .. ', not ' .. lone(flags))
   end
-  return finish(OK, fmt(r.uid))
+  return finish(OK, fmt(r.uid), fmt(r.cap))
 end
 if kind ~= DEVICES then
   local hosts = call('HGET', P .. 'bases', name)
