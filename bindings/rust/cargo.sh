@@ -21,18 +21,11 @@ fi
 build=$(cd "$1" && pwd)
 shift
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/toolchain.sh"
 cargo=${CRONOQ_CARGO:-/usr/bin/cargo}
-if [ ! -x "$cargo" ] || [ ! -x "$(dirname "$cargo")/rustc" ]; then
-  if [ "${CRONOQ_REQUIRE_RUST:-0}" = 1 ]; then
-    echo "FAIL: $cargo or rustc beside it not found (CRONOQ_REQUIRE_RUST=1)" >&2
-    exit 1
-  fi
-  echo "SKIP: $cargo or rustc beside it not found (apt-get install cargo rustc)"
-  exit 77
-fi
+need_cargo "$cargo"
 command=$1
 shift
-export RUSTC="$(dirname "$cargo")/rustc"
 export CARGO_HOME="$build/bindings/rust/cargo-home"
 export CARGO_TERM_COLOR=never
 export CRONOQ_LIB_DIR="$build"

@@ -468,6 +468,10 @@ pub const CQ_FLEET_NEW_NAMESPACE: c_uint = 1 << 2;
 pub const CQ_FLEET_LOAD_REPLACE: c_uint = 1 << 0;
 /// Whether this build links libcronoq_fleet.
 pub const FLEET_LINKED: bool = cfg!(cronoq_fleet);
+/// What the build script linked, and from where: `static libcronoq.a from
+/// /usr/local/lib (pkg-config cronoq); libcronoq_fleet.a from
+/// /usr/local/lib`, or `...; no fleet library`.
+pub const LINKED: &str = env!("CRONOQ_SYS_LINKED");
 
 /// Options of `cq_fleet_open()`; zero means default for every field: use
 /// `std::mem::zeroed()`.

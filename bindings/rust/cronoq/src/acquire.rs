@@ -22,13 +22,14 @@
 //!
 //! The cell's mutex orders the two sides: whoever comes second acts.
 use crate::grant::{in_callback, lock, CallbackScope, CellPtr};
-use crate::{Deadline, Error, Grant, Pool, Request};
+use crate::{Deadline, Error, Grant, OwnedGrant, Pool, Request};
 use cronoq_sys as sys;
 use std::fmt;
 use std::future::Future;
 use std::os::raw::c_int;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -182,6 +183,45 @@ impl fmt::Debug for Acquire<'_> {
             .field("deadline", &self.deadline)
             .field("stage", &self.stage)
             .finish()
+    }
+}
+
+/// The future of [`Pool::acquire_owned_async`]: an [`Acquire`] that
+/// resolves to an [`OwnedGrant`]. It borrows the `Arc` and the request
+/// until it resolves, and behaves as `Acquire` in every other way:
+/// nothing happens until it is first polled, and dropping it cancels.
+#[must_use = "a future does nothing unless polled; dropping it cancels the attempt"]
+pub struct AcquireOwned<'a> {
+    inner: Acquire<'a>,
+    pool: &'a Arc<Pool>,
+}
+
+impl<'a> AcquireOwned<'a> {
+    pub(crate) fn new(
+        pool: &'a Arc<Pool>,
+        req: &'a Request<'a>,
+        deadline: Deadline,
+    ) -> AcquireOwned<'a> {
+        AcquireOwned { inner: Acquire::new(pool, req, deadline), pool }
+    }
+}
+
+impl Future for AcquireOwned<'_> {
+    type Output = Result<OwnedGrant, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.inner).poll(cx) {
+            Poll::Ready(Ok(grant)) => Poll::Ready(Ok(OwnedGrant::new(this.pool.clone(), grant))),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl fmt::Debug for AcquireOwned<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("AcquireOwned").field(&self.inner).finish()
     }
 }
 

@@ -330,8 +330,9 @@ pub fn fleet_load(url: &str, options: &FleetOptions, replace: bool) -> Result<St
 }
 
 /// The ACL rules a Redis user of namespace `namespace` needs, and nothing
-/// more (`cq_fleet_acl`, as `cronoq acl`): for `ACL SETUSER <user> on
-/// ><password> <rules>`; a database other than 0 needs `+select` too.
+/// more (`cq_fleet_acl`, as `cronoq acl`), for
+/// `ACL SETUSER <user> on ><password> <rules>`; a database other than 0
+/// needs `+select` too.
 /// `Error::Invalid` for a bad namespace, `Error::NotFound` where this
 /// build has no fleet library linked.
 pub fn fleet_acl(namespace: &str) -> Result<String, SpecError> {

@@ -1,5 +1,6 @@
-//! Grants: the guard that holds units and gives them back on `Drop`, and the
-//! storage behind it.
+//! Grants: the guard that holds units and gives them back on `Drop`, its
+//! owned form (`OwnedGrant`, a `Grant` and the `Arc` of its pool), and the
+//! storage behind them.
 //!
 //! A `cq_grant` must not move while its attempt waits or holds units, so it
 //! lives in a heap cell that the guard points to; moving the guard moves the
@@ -180,7 +181,9 @@ pub(crate) fn in_callback() -> bool {
 /// (a return, `?`, a panic unwinding through the holder). [`release`]
 /// does the same and reports the library's answer. The guard may move and
 /// be sent to another thread (a worker releasing what a dispatcher
-/// acquired); the C grant it owns stays where it is.
+/// acquired); the C grant it owns stays where it is. It borrows its pool,
+/// so it cannot go where `'static` is asked (`thread::spawn`, a spawned
+/// task): an [`OwnedGrant`] can.
 ///
 /// [`release`]: Grant::release
 pub struct Grant<'p> {
@@ -199,9 +202,16 @@ impl<'p> Grant<'p> {
         Grant { pool, cell: Some(cell) }
     }
 
+    /// The cell, out of a guard that then releases nothing.
+    #[inline]
+    fn into_cell(mut self) -> CellPtr {
+        self.cell.take().expect("grant cell")
+    }
+
     #[inline]
     fn cell(&self) -> &CellPtr {
-        // Only `release` and `drop` take the cell, and both end the guard.
+        // Only `release`, `into_cell` and `drop` take the cell; each ends
+        // the guard.
         self.cell.as_ref().expect("grant cell")
     }
 
@@ -325,5 +335,88 @@ impl Drop for Grant<'_> {
 impl fmt::Debug for Grant<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Grant").field("grant", &self.as_ptr()).finish()
+    }
+}
+
+/// A [`Grant`] that owns a reference to its pool (an `Arc<Pool>`) instead
+/// of borrowing it: `Send + Sync + 'static`, so it can be moved into a
+/// spawned thread or an async task (`thread::spawn`, `tokio::spawn`),
+/// which a `Grant<'p>` cannot. Made by [`Pool::acquire_owned`],
+/// [`Pool::try_acquire_owned`] and [`Pool::acquire_owned_async`]; like
+/// tokio's `OwnedSemaphorePermit`.
+///
+/// It is a `Grant` inside, so everything behaves alike: dropping it
+/// releases every unit exactly once, also while a panic unwinds, and the
+/// accessors are the same. The pool lives at least as long as the guard.
+pub struct OwnedGrant {
+    // The guard borrows the pool that `pool` keeps alive. Fields drop in
+    // order, so the release runs before the reference count goes down;
+    // the borrow never leaves this struct (`pool()` returns the `Arc`).
+    grant: Grant<'static>,
+    pool: Arc<Pool>,
+}
+
+impl OwnedGrant {
+    /// `grant`, whose pool is `pool`, made owning.
+    pub(crate) fn new(pool: Arc<Pool>, grant: Grant<'_>) -> OwnedGrant {
+        debug_assert!(std::ptr::eq(grant.pool, &*pool), "a grant of another pool");
+        let cell = grant.into_cell();
+        // Valid while `pool` is: see the fields.
+        let shared: &'static Pool = unsafe { &*Arc::as_ptr(&pool) };
+        OwnedGrant { grant: Grant::new(shared, cell), pool }
+    }
+
+    /// The pool the units came from.
+    pub fn pool(&self) -> &Arc<Pool> {
+        &self.pool
+    }
+
+    /// See [`Grant::as_ptr`].
+    pub fn as_ptr(&self) -> *const sys::cq_grant {
+        self.grant.as_ptr()
+    }
+
+    /// Release now and report the outcome; see [`Grant::release`].
+    pub fn release(self) -> Result<(), Error> {
+        let OwnedGrant { grant, pool } = self;
+        let rc = grant.release();
+        drop(pool);
+        rc
+    }
+
+    /// See [`Grant::release_part`].
+    pub fn release_part(&mut self, resource: &str, amount: i64) -> Result<(), Error> {
+        self.grant.release_part(resource, amount)
+    }
+
+    /// See [`Grant::release_device`].
+    pub fn release_device(&mut self, resource: &str, index: u32, milli: i64) -> Result<(), Error> {
+        self.grant.release_device(resource, index, milli)
+    }
+
+    /// See [`Grant::held`].
+    pub fn held(&self, resource: &str) -> i64 {
+        self.grant.held(resource)
+    }
+
+    /// See [`Grant::devices`].
+    pub fn devices(&self, resource: Option<&str>) -> Vec<u32> {
+        self.grant.devices(resource)
+    }
+
+    /// See [`Grant::cuda_visible`].
+    pub fn cuda_visible(&self, resource: Option<&str>) -> Result<String, Error> {
+        self.grant.cuda_visible(resource)
+    }
+
+    /// See [`Grant::fencing_token`].
+    pub fn fencing_token(&self) -> Option<u64> {
+        self.grant.fencing_token()
+    }
+}
+
+impl fmt::Debug for OwnedGrant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedGrant").field("grant", &self.as_ptr()).finish()
     }
 }

@@ -17,6 +17,21 @@
 //!
 //! - [`Pool`] is `Send + Sync`; every method may be called from any thread.
 //!   [`Request`]s and [`Grant`]s borrow their pool, so it outlives them.
+//! - A pool in an `Arc` also gives [`OwnedGrant`]s
+//!   ([`Pool::acquire_owned`], [`Pool::try_acquire_owned`],
+//!   [`Pool::acquire_owned_async`]): grants that hold a reference to the
+//!   pool instead of a borrow, `Send + Sync + 'static`, for
+//!   `thread::spawn`, `tokio::spawn` and `spawn_blocking`, which a
+//!   borrowing `Grant` cannot enter. Like tokio's `OwnedSemaphorePermit`.
+//!   They are `Grant`s inside: same accessors, same release on drop.
+//!
+//!   ```ignore
+//!   let pool = Arc::new(Pool::new()?);
+//!   pool.add_spec("db=2")?;
+//!   let req = pool.request_spec("db=1")?;
+//!   let grant = pool.acquire_owned_async(&req, Deadline::NEVER).await?;
+//!   tokio::task::spawn_blocking(move || { work(); drop(grant) });
+//!   ```
 //! - A [`Request`] is built once and reused by any number of threads. Its
 //!   `cq_req` lives on the heap; attempts borrow the request, so it can be
 //!   neither changed nor dropped while one waits.
@@ -92,7 +107,21 @@
 //! the ACL an application's user needs). cronoq-sys links
 //! the fleet library where its build finds it (see its build script);
 //! without it `Pool::connect` fails with `Error::NotFound` and a message
-//! saying so.
+//! saying so. `bindings/rust/examples-tokio` is a tokio service whose
+//! tasks share one fleet pool.
+//!
+//! # Linking
+//!
+//! cronoq-sys's build script links libcronoq from `$CRONOQ_LIB_DIR`, else
+//! the installed library (`pkg-config cronoq`; for a prefix of your own,
+//! `PKG_CONFIG_PATH=PREFIX/lib/pkgconfig`), else the repository's
+//! `build/`; statically (`libcronoq.a`, with `libcronoq_fleet.a` and
+//! hiredis where the fleet library is there too), so that programs run
+//! without the library on the loader's path. `CRONOQ_LINK=shared` links
+//! the shared libraries; the program then needs them at run time, and
+//! the build warns, naming `LD_LIBRARY_PATH`, when their directory is not
+//! one the loader searches. [`sys::LINKED`] says what was linked and from
+//! where.
 mod acquire;
 mod error;
 mod fleet;
@@ -101,11 +130,11 @@ mod pool;
 mod request;
 mod text;
 
-pub use acquire::Acquire;
+pub use acquire::{Acquire, AcquireOwned};
 pub use cronoq_sys as sys;
 pub use error::{Error, SpecError};
 pub use fleet::{fleet_acl, fleet_library, fleet_load, FleetOptions, FleetStats};
-pub use grant::Grant;
+pub use grant::{Grant, OwnedGrant};
 pub use pool::{Pool, PoolOptions, PoolStats, Problem, ResourceKind, ResourceStats, Task};
 pub use request::Request;
 

@@ -2,12 +2,13 @@
 //! of it (headroom, validation, stats, metrics).
 use crate::grant::{in_callback, CellPtr};
 use crate::text::{borrowed, c_string, from_array, Name};
-use crate::{Acquire, Deadline, Error, Grant, Request, SpecError};
+use crate::{Acquire, AcquireOwned, Deadline, Error, Grant, OwnedGrant, Request, SpecError};
 use cronoq_sys as sys;
 use std::ffi::CString;
 use std::fmt;
 use std::os::raw::{c_char, c_int, c_void};
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 /// Options of a new pool; the default is the library's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -61,7 +62,9 @@ impl PoolOptions {
 ///
 /// `Send + Sync`: share it between threads by reference (scoped threads) or
 /// in an `Arc`. Every method may be called from any thread. Requests and
-/// grants borrow the pool, so it outlives them.
+/// grants borrow the pool, so it outlives them; in an `Arc`, the `_owned`
+/// acquires give an [`OwnedGrant`], which holds a reference to the pool
+/// instead, for threads and tasks that need `'static`.
 pub struct Pool {
     raw: NonNull<sys::cq_pool>,
     fleet: bool,
@@ -352,6 +355,35 @@ impl Pool {
     /// (and releases a grant that won the race). See [`Acquire`].
     pub fn acquire_async<'a>(&'a self, req: &'a Request<'a>, deadline: Deadline) -> Acquire<'a> {
         Acquire::new(self, req, deadline)
+    }
+
+    /// [`try_acquire`](Pool::try_acquire) for a pool in an `Arc`: the
+    /// grant owns a reference to the pool instead of borrowing it, so it
+    /// may move into a spawned thread or task. See [`OwnedGrant`].
+    pub fn try_acquire_owned(self: &Arc<Self>, req: &Request<'_>) -> Result<OwnedGrant, Error> {
+        let grant = self.try_acquire(req)?;
+        Ok(OwnedGrant::new(self.clone(), grant))
+    }
+
+    /// [`acquire`](Pool::acquire) for a pool in an `Arc`, to an
+    /// [`OwnedGrant`].
+    pub fn acquire_owned(
+        self: &Arc<Self>,
+        req: &Request<'_>,
+        deadline: Deadline,
+    ) -> Result<OwnedGrant, Error> {
+        let grant = self.acquire(req, deadline)?;
+        Ok(OwnedGrant::new(self.clone(), grant))
+    }
+
+    /// [`acquire_async`](Pool::acquire_async) for a pool in an `Arc`: the
+    /// future resolves to an [`OwnedGrant`]. See [`AcquireOwned`].
+    pub fn acquire_owned_async<'a>(
+        self: &'a Arc<Self>,
+        req: &'a Request<'a>,
+        deadline: Deadline,
+    ) -> AcquireOwned<'a> {
+        AcquireOwned::new(self, req, deadline)
     }
 
     /// Close the pool: every waiting attempt fails with `Error::Closed`, as

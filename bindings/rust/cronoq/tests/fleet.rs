@@ -152,10 +152,11 @@ fn two_pools_of_a_namespace_share_its_budgets() {
     });
     drop(second);
     assert_eq!((in_use(&a, "licence"), in_use(&b, "licence")), (0, 0));
-    // Another capacity is accepted and the namespace keeps its live one;
-    // another kind is refused, naming both.
+    // Another capacity is accepted, and the namespace keeps its live one.
     a.add_budget("licence", 3).unwrap();
     b.add_spec("licence=3").unwrap();
+    assert_eq!(b.resource_stats("licence").unwrap().capacity, 2);
+    // Another kind conflicts, named with what the namespace has.
     let e = b.add_spec("licence:class=3").unwrap_err();
     assert_eq!(e.error, Error::Exists);
     assert!(e.message.contains("is a budget"), "{}", e.message);
@@ -199,6 +200,27 @@ fn fencing_tokens_grow_with_every_grant_of_the_namespace() {
     assert!(tokens.iter().all(|&t| t > 1 << 40 && t < 1 << 53), "{:?}", tokens);
     assert_eq!(a.fleet_stats().unwrap().max_fence, tokens[4]);
     assert_eq!(b.fleet_stats().unwrap().max_fence, tokens[5]);
+}
+
+#[test]
+fn an_owned_fleet_grant_moves_to_another_thread_with_its_token_and_releases_there() {
+    let s = server_or_skip!();
+    let a = std::sync::Arc::new(connect(&s, "owned", "hostA"));
+    let b = connect(&s, "owned", "hostB");
+    a.add_spec("licence=1").unwrap();
+    b.add_spec("licence=1").unwrap();
+    let grant = a.try_acquire_owned(&a.request_spec("licence=1").unwrap()).unwrap();
+    let token = grant.fencing_token().expect("a fleet grant has a token");
+    let rb = b.request_spec("licence=1").unwrap();
+    assert_eq!(b.try_acquire(&rb).unwrap_err(), Error::Busy);
+    let worker = thread::spawn(move || {
+        assert_eq!(grant.fencing_token(), Some(token));
+        grant.release()
+    });
+    assert_eq!(worker.join().unwrap(), Ok(()));
+    // Released on the server: the other process's pool is granted, later.
+    let g = b.try_acquire(&rb).unwrap();
+    assert!(g.fencing_token().unwrap() > token);
 }
 
 /// Without `new_namespace`, a namespace the server has to create grants
