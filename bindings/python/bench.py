@@ -92,7 +92,7 @@ def main():
         for _ in range(n):
             pool.try_acquire(req).release()
 
-    reused = pool.acquire(req)
+    reused = pool.lazy_acquire(req)  # acquires when entered, again and again
 
     def with_reused(n):
         for _ in range(n):

@@ -72,6 +72,12 @@ static void layout(void) {
   OFFSET(cq_fleet_stats, lost_deadline_ms);
   OFFSET(cq_fleet_stats, settings_unchecked);
   OFFSET(cq_fleet_stats, reserved_);
+  SIZE(cq_event);
+  OFFSET(cq_event, attempt);
+  OFFSET(cq_event, data);
+  OFFSET(cq_event, resource);
+  OFFSET(cq_event, wait_ms);
+  OFFSET(cq_event, reserved_);
   SIZE(cq_req);
   SIZE(cq_grant);
 }

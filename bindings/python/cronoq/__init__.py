@@ -11,12 +11,19 @@ in a FIFO queue with reservation, so nothing starves::
 
     pool = cronoq.Pool("gpu=auto,warehouse-db=10")
     req = pool.request({"gpu": 0.5, "warehouse-db": 1})   # built once, reused
-    with pool.acquire(req, timeout=5.0) as grant:
+    with pool.acquire(req, timeout=5.0) as grant:         # waits, then holds
         os.environ["CUDA_VISIBLE_DEVICES"] = grant.cuda_visible()
         run_task()                                        # released on every path
 
+    grant = pool.acquire(req, timeout=5.0)                # held, as a semaphore's
+    grant.release()
+
     async with pool.acquire_async(req) as grant:          # on asyncio
         await run_task_async()
+
+Pool.connect(url, namespace) opens a fleet pool, shared through a Redis
+server by every process that opens the namespace; a grant that loses its
+lease there raises LeaseLost as its ``with`` block ends.
 
 The shared library is found through CRONOQ_LIBRARY (its path), then
 CRONOQ_BUILD_DIR (a CMake build tree), then the system loader
@@ -36,6 +43,7 @@ from ._errors import (
     InUse,
     InvalidArgument,
     InvalidState,
+    LeaseLost,
     NameInUse,
     NeverFits,
     NotSupported,
@@ -76,9 +84,9 @@ library_version: str = _lib.version
 __all__ = [
     "AccessDenied", "AsyncAcquire", "Busy", "Cancelled", "Closed", "CronoqError",
     "DeviceStats", "FleetStats", "GpuList", "Grant", "InUse", "InvalidArgument",
-    "InvalidState", "NameInUse", "NeverFits", "NotSupported", "OutOfMemory",
-    "OutOfRange", "ParseError", "Pool", "PoolStats", "Request", "ResourceStats",
-    "SystemCallFailed", "Timeout", "TooMany", "Unavailable", "UnknownResource",
-    "WaitStats", "WrongPool", "detect_gpus", "fleet_acl", "fleet_library",
-    "fleet_load", "library_path", "library_version",
+    "InvalidState", "LeaseLost", "NameInUse", "NeverFits", "NotSupported",
+    "OutOfMemory", "OutOfRange", "ParseError", "Pool", "PoolStats", "Request",
+    "ResourceStats", "SystemCallFailed", "Timeout", "TooMany", "Unavailable",
+    "UnknownResource", "WaitStats", "WrongPool", "detect_gpus", "fleet_acl",
+    "fleet_library", "fleet_load", "library_path", "library_version",
 ]

@@ -173,6 +173,24 @@ class NotSupported(CronoqError):
     code = None
 
 
+class LeaseLost(CronoqError):
+    """A fleet pool's grant lost its lease while it was held: this process
+    was stopped or cut off from the server longer than its TTL, or the
+    server lost the lease (its state, a failover), and the units may have
+    been granted to another holder since. Whatever ran under the grant
+    after its deadline ran without the licence it stood for.
+
+    Raised when the ``with`` block of the grant ends (its release), by
+    release(), and by every call on the grant that needs it held
+    (units(), devices, cuda_visible(), release_part(), fencing_token,
+    wait()), until it is released; ``grant.lost`` and
+    ``grant.lost_event`` say it without raising, and ``Pool.on_lease_lost``
+    is called as soon as the process learns it. The library reports the
+    loss as CQ_EVENT_LOST; its code is the binding's (None)."""
+
+    code = None
+
+
 BY_CODE: Dict[int, Type[CronoqError]] = {}
 for _cls in (
     InvalidArgument, OutOfMemory, Busy, Timeout, Cancelled, Closed,

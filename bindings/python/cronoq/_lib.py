@@ -328,6 +328,22 @@ class FleetStats(Structure):
     ]
 
 
+class Event(Structure):
+    """cq_event: what the pool's event hook is told."""
+
+    _fields_ = [
+        ("type", c_int),
+        ("attempt", c_uint64),
+        ("data", c_void_p),
+        ("resource", c_char_p),
+        ("time_ms", c_int64),
+        ("wait_ms", c_int64),
+        ("reserved_", c_uint64 * 4),
+    ]
+
+
+EVENT_LOST = 10  # CQ_EVENT_LOST: a holder lost its lease (fleet pools)
+
 FLEET_AUDIT = 1 << 0  # CQ_FLEET_AUDIT
 FLEET_ASYNC_RELEASE = 1 << 1  # CQ_FLEET_ASYNC_RELEASE
 FLEET_NEW_NAMESPACE = 1 << 2  # CQ_FLEET_NEW_NAMESPACE
@@ -340,6 +356,9 @@ FLEET_ACL_MAX = 512  # what cq_fleet_acl() says is enough
 GRANT_CB = CFUNCTYPE(None, c_void_p, c_int)
 WRITE_FN = CFUNCTYPE(c_int, POINTER(c_char), c_size_t, c_void_p)
 PROBLEM_FN = CFUNCTYPE(None, c_size_t, c_int, c_char_p, c_void_p)
+# The event hook (cq_event_fn): one module-level trampoline too, set on
+# fleet pools only (see _pool.py), where it tells a grant its lease is lost.
+EVENT_FN = CFUNCTYPE(None, POINTER(Event), c_void_p)
 
 # ---------------------------------------------------------------------------
 # Prototypes. (library, name, restype, argtypes); argtypes None leaves the

@@ -42,6 +42,19 @@ The rules of cronoq.h, and how this module keeps them for its callers:
   attempts, and the C pool is freed when the last Python reference to it
   goes (every Request and Grant holds one, and a thread inside a call holds
   one through its frame).
+- Releasing has one path: Grant._release() takes the held token and
+  Grant._give_back() makes the one call that returns units
+  (cq_grant_release()); an abandoned attempt that won and a grant
+  collected while it holds come back through _give_back() too.
+- Lost leases (fleet pools). Every fleet pool gets the module-level event
+  hook _on_event(); each attempt on a fleet pool writes a fresh key into
+  its grant's `data` (the storage's first word) and files the grant under
+  it, weakly, in ``_leases``, so that CQ_EVENT_LOST, whose `data` is the
+  grant's, finds the attempt it is about and no later one. A held grant
+  found not held (a stopped process is told only as it resumes, but is
+  not held from its deadline on), and a release answered CQ_ESTATE, count
+  as lost too. A lost grant raises LeaseLost from its release (the exit of
+  its ``with`` block) and from every call that needs its units.
 - A pool belongs to the process that created it. In a child made by fork()
   it refuses every attempt with NotSupported (the child's copy is not
   shared with anyone, so its limits would mean nothing).
@@ -52,21 +65,26 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import decimal
+import itertools
 import math
 import numbers
 import os
+import sys
 import threading
 import time
+import traceback
 import warnings
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Dict, Generator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Generator, List, Optional, Tuple, Union
 
 from . import _lib
 from ._errors import (
     CronoqError,
     InvalidArgument,
     InvalidState,
+    LeaseLost,
     NotSupported,
     OutOfRange,
     WrongPool,
@@ -597,11 +615,17 @@ class Request:
     that every grant of it is released within that time; backfill pools let
     such requests use capacity withheld for an older waiter.
 
-    Whether an amount fits the capacity is checked by every acquire, since
-    capacities can change. A request cannot be changed once made: make
-    another. Raises UnknownResource, OutOfRange, NameInUse (a resource named
-    twice), TooMany, ParseError or InvalidArgument with the library's
-    message, e.g. ``request spec: expected '=' after "gpu" at column 4``.
+    A request that can never be granted, because an amount exceeds its
+    resource's capacity now (and the budget has no lone-request allowance),
+    is refused here with NeverFits, the message naming the resource, the
+    amount and the capacity: ``request 'cpu=5' can never be granted:
+    it requires cpu:5 but the pool only has 4``. Every acquire checks
+    again, since capacities can change (a request built before a capacity
+    shrank fails then with NeverFits). A request cannot be changed once
+    made: make another. Raises UnknownResource, OutOfRange, NameInUse (a
+    resource named twice), TooMany, ParseError or InvalidArgument with the
+    library's message, e.g. ``request spec: expected '=' after "gpu" at
+    column 4``.
     """
 
     __slots__ = ("_pool", "_r", "_text", "__weakref__")
@@ -616,6 +640,24 @@ class Request:
     ) -> None:
         if not isinstance(pool, Pool):
             raise TypeError("Request needs a Pool, not %s" % type(pool).__name__)
+        self._make(pool, spec, class_, hold_limit)
+        self._check_fits(spec)
+
+    @classmethod
+    def _unchecked(cls, pool: "Pool", spec: Union[str, Mapping[str, Any], None]) -> "Request":
+        """A request made on the way to an acquire (or headroom(),
+        validate()), which reports a request that never fits itself."""
+        r = cls.__new__(cls)
+        r._make(pool, spec, None, None)
+        return r
+
+    def _make(
+        self,
+        pool: "Pool",
+        spec: Union[str, Mapping[str, Any], None],
+        class_: Optional[str],
+        hold_limit: Optional[float],
+    ) -> None:
         pool._check_process()
         self._pool = pool
         r = self._r = _lib.ReqStorage()
@@ -661,6 +703,33 @@ class Request:
             if rc != 0:
                 raise self._error(rc)
 
+    def _check_fits(self, spec: Any) -> None:
+        """NeverFits now, rather than at the first acquire, for a request
+        that exceeds a capacity. The library decides (cq_req_headroom()
+        answers CQ_ENEVER) and words it (cq_tasks_validate(), whose
+        messages say `task "<name>" requires db:12 but the pool only has
+        10`, one per resource). Any other answer (a fleet pool's server out
+        of reach) is left to the acquire to report."""
+        pool = self._pool
+        copies = ctypes.c_int64()
+        if pool._api.cq_req_headroom(pool._h, self._r, ctypes.byref(copies)) != _ENEVER:
+            return
+        prefix = 'task "request" '
+        found = [p[len(prefix):] if p.startswith(prefix) else p
+                 for p in pool._problems([(b"request", self)])]
+        raise error(_ENEVER, "request %r can never be granted: it %s"
+                    % (spec, "; it ".join(found) or "exceeds a capacity"))
+
+    def _items(self) -> List[Tuple[str, str]]:
+        """(resource, amount) of each item of the request's text, the class
+        as ("class", name): for messages."""
+        items = []
+        for item in self._text.split(","):
+            name, _, amount = item.partition("=")
+            if name.strip():
+                items.append((name.strip(), amount.strip()))
+        return items
+
     def _error(self, rc: int) -> CronoqError:
         return error(rc, api.cq_req_error(self._r).decode())
 
@@ -701,26 +770,84 @@ def _not_held() -> InvalidState:
     return InvalidState(_ESTATE, "this grant holds nothing: released already, or never granted")
 
 
+# ---------------------------------------------------------------------------
+# Leases of fleet pools
+# ---------------------------------------------------------------------------
+
+
+class _Lease:
+    """What a fleet pool's grant knows of the lease of its current attempt:
+    the key its storage's `data` carries into the library's events, whether
+    the lease was lost, the library's words for why, and the Event a holder
+    may wait on (made when first asked for)."""
+
+    __slots__ = ("key", "lost", "why", "event")
+
+    def __init__(self, key: int) -> None:
+        self.key = key
+        self.lost = False
+        self.why = ""
+        self.event: Optional[threading.Event] = None
+
+
+# key -> the Grant whose current attempt has that key. Weak, so that a held
+# grant that is dropped is still collected (and released by __del__).
+_leases: "weakref.WeakValueDictionary[int, Grant]" = weakref.WeakValueDictionary()
+_lease_keys = itertools.count(1)
+_lost_lock = threading.Lock()
+
+
+@_lib.EVENT_FN
+def _on_event(event: Any, arg: Any) -> None:
+    """The event hook of every fleet pool (module-level, so it outlives
+    them): CQ_EVENT_LOST tells the grant whose key its `data` carries. The
+    library calls it with none of its locks held, on whichever thread
+    delivers (its background thread, or one that used the pool)."""
+    ev = event.contents
+    if ev.type == _lib.EVENT_LOST and ev.data:
+        grant = _leases.get(ev.data)
+        if grant is not None:
+            grant._mark_lost(ev.data)
+
+
 class Grant:
     """One attempt at a request and, once granted, the units it holds.
 
-    Made by Pool.acquire() (which does not wait yet), Pool.try_acquire()
-    and Pool.acquire_async(). As a context manager it acquires on entry
-    and releases on exit, on every path, exceptions included::
+    Pool.acquire() waits and returns a held Grant; so do Pool.try_acquire()
+    (without waiting) and ``await pool.acquire_async()``. A held grant is a
+    context manager whose exit releases it, on every path, exceptions
+    included; entering it returns it as it is::
 
         with pool.acquire({"db": 1}, timeout=5.0) as grant:
             run_task()
 
-    Releasing returns every unit at once, exactly once. A grant can be used
-    for another attempt once released or finished. A grant garbage-collected
-    while it holds units releases them (with a ResourceWarning): release
-    explicitly, or use ``with``.
+        grant = pool.acquire({"db": 1}, timeout=5.0)   # held from here
+        try:
+            run_task()
+        finally:
+            grant.release()
+
+    Pool.lazy_acquire() returns one that holds nothing yet: entering it (or
+    wait()) acquires, with the timeout given there, and another thread may
+    cancel() its wait. Releasing returns every unit at once, exactly once;
+    a grant can be used for another attempt once released or finished. A
+    held grant that is garbage-collected without being released (dropped
+    without ``with`` or release()) gives its units back, with a
+    ResourceWarning.
+
+    On a fleet pool a held grant can lose its lease (this process stopped
+    or cut off from the server longer than its TTL): ``lost`` and
+    ``lost_event`` say so, Pool.on_lease_lost is called, and leaving the
+    ``with`` block, release() and the calls that need the units raise
+    LeaseLost. A loss is never silent.
     """
 
     # _tok is the gate: one token, _IDLE or _HELD, taken with list.pop()
     # (atomic under the GIL) by whoever starts an attempt or releases, and
     # put back when that ends. It is empty while an attempt is under way.
-    __slots__ = ("_pool", "_req", "_g", "_timeout", "_tok")
+    # _lease is None on an in-process pool (and before a fleet pool's first
+    # attempt).
+    __slots__ = ("_pool", "_req", "_g", "_timeout", "_tok", "_lease", "__weakref__")
 
     def __init__(self, pool: "Pool", req: Request, timeout: Optional[float] = None) -> None:
         self._pool = pool
@@ -732,6 +859,7 @@ class Grant:
             self._g = _lib.GrantStorage()
         self._timeout = timeout
         self._tok = [_IDLE]
+        self._lease: Optional[_Lease] = None
 
     # -- the attempt --------------------------------------------------------
 
@@ -749,56 +877,97 @@ class Grant:
                 return 0
         except IndexError:
             raise _in_use() from None
+        if pool._fleet is not None:
+            self._watch()
         rc = pool._c_try(pool._h, self._g, self._req._r)
         if rc == 0:
             tok.append(_HELD)
         return rc
 
     def __enter__(self) -> "Grant":
-        """Acquire, waiting up to the timeout given to Pool.acquire(); a grant
-        that already holds units (from try_acquire(), wait() or an await) is
-        entered as it is. Either way the exit releases it."""
-        rc = self._start()
-        return self if rc == 0 else self._wait(rc)
+        """Enter a held grant as it is (from acquire(), try_acquire(), wait()
+        or an await); acquire an idle one (from lazy_acquire(), or released
+        before), waiting up to the timeout it was made with. Either way the
+        exit releases it. Raises LeaseLost for a held grant whose lease was
+        lost (fleet pools), which it leaves idle."""
+        if self._tok != _HELD_TOKEN:
+            rc = self._start()
+            if rc != 0:
+                return self._wait(rc)
+        if self._lease is not None and self._is_lost():
+            self._release()  # raises LeaseLost
+        return self
 
     def wait(self) -> "Grant":
-        """Acquire without a ``with`` block: wait (up to the timeout given to
-        Pool.acquire()) until granted, and return the grant, which the caller
-        must release(). Raises Timeout, Cancelled, Closed, NeverFits, ...,
-        and InvalidState when the grant's attempt is under way or holds."""
+        """Acquire an idle grant without a ``with`` block: wait (up to the
+        timeout it was made with) until granted, and return it, which the
+        caller must release(). Raises Timeout, Cancelled, Closed, NeverFits,
+        ..., InvalidState when the grant's attempt is under way or holds, and
+        LeaseLost when it held and lost its lease."""
         if self._tok == _HELD_TOKEN:
+            self._check_lease()
             raise _in_use()
         return self.__enter__()
 
     def _wait(self, rc: int) -> "Grant":
         """After a try that returned `rc`: wait if it was busy, else fail."""
+        waited = 0.0
         if rc == _EBUSY:
             pool = self._pool
             timeout = self._timeout
             if timeout == 0:
                 rc = _ETIMEDOUT  # a deadline already past: one attempt
-            elif threading.get_ident() != _main_ident:
-                rc = _acquire(pool._h, self._g, self._req._r, _deadline_ms(timeout))  # no GIL
             else:
-                rc = self._wait_on_event(_deadline_ms(timeout))
-            if rc == 0:
-                self._tok.append(_HELD)
-                return self
-        raise self._end_failed(rc)
+                t0 = time.monotonic()
+                if threading.get_ident() != _main_ident:
+                    rc = _acquire(pool._h, self._g, self._req._r,
+                                  _deadline_ms(timeout))  # no GIL
+                else:
+                    rc = self._wait_on_event(_deadline_ms(timeout))
+                if rc == 0:
+                    self._tok.append(_HELD)
+                    return self
+                waited = time.monotonic() - t0
+        raise self._end_failed(rc, waited)
 
-    def _end_failed(self, rc: int) -> CronoqError:
+    def _end_failed(self, rc: int, waited: float = 0.0) -> CronoqError:
         # An in-process pool writes the grant's message for two outcomes
         # only, and after any other it may still hold an earlier attempt's;
         # a fleet pool's (cleared as each attempt starts) for more.
         detailed = _DETAILED if self._pool._fleet is None else _DETAILED_FLEET
-        detail = api.cq_grant_error(self._g).decode() if rc in detailed else ""
-        self._tok.append(_IDLE)
+        if rc == _ETIMEDOUT:
+            detail = self._timed_out(waited)
+        else:
+            detail = api.cq_grant_error(self._g).decode() if rc in detailed else ""
+        self._to_idle()
         return error(rc, detail)
+
+    def _timed_out(self, waited: float) -> str:
+        """What a Timeout says: the request, how long it waited, and (on an
+        in-process pool, where it costs no round trip) what its resources
+        hold now."""
+        timeout = self._timeout
+        if timeout == 0:
+            how = "was not granted at once (timeout=0: one try, no wait)"
+        elif timeout is None:  # no deadline of ours: the library's own
+            how = "was not granted (waited %.3f s)" % waited
+        else:
+            how = "was not granted within its timeout of %g s (waited %.3f s)" % (
+                timeout, waited)
+        return "request %r %s: %s%s" % (self._req._text, how, _lib.strerror(_ETIMEDOUT),
+                                        self._pool._usage(self._req))
 
     def _end_abandoned(self, status: int) -> None:
         """End an attempt whose waiting side has gone: release it if it won."""
-        if status == 0 and self._pool._gen == _generation:
-            self._pool._c_release(self._pool._h, self._g)
+        if status == 0:
+            self._give_back(tell=False)
+        self._to_idle()
+
+    def _to_idle(self) -> None:
+        """The attempt is over and nothing is held: the token goes back."""
+        lease = self._lease
+        if lease is not None:
+            _leases.pop(lease.key, None)
         self._tok.append(_IDLE)
 
     def _wait_on_event(self, deadline_ms: int) -> int:
@@ -816,7 +985,10 @@ class Grant:
     async def _enter_async(self) -> "Grant":
         rc = self._start()
         if rc == 0:
+            if self._lease is not None and self._is_lost():
+                self._release()  # raises LeaseLost
             return self
+        waited = 0.0
         if rc == _EBUSY:
             if self._timeout == 0:
                 rc = _ETIMEDOUT
@@ -824,8 +996,9 @@ class Grant:
                 try:
                     waiter = _LoopWaiter(self, asyncio.get_running_loop())
                 except BaseException:
-                    self._tok.append(_IDLE)
+                    self._to_idle()
                     raise
+                t0 = time.monotonic()
                 rc = waiter.submit(_deadline_ms(self._timeout))
                 if rc == 0:
                     try:
@@ -833,10 +1006,18 @@ class Grant:
                     except BaseException:  # the task was cancelled
                         waiter.abandon()
                         raise
+                waited = time.monotonic() - t0
             if rc == 0:
                 self._tok.append(_HELD)
                 return self
-        raise self._end_failed(rc)
+        raise self._end_failed(rc, waited)
+
+    async def __aenter__(self) -> "Grant":
+        """``async with`` a grant: as ``with``, waiting on the loop."""
+        return await self._enter_async()
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._release()
 
     def cancel(self) -> bool:
         """Cancel the attempt under way, from any thread. Returns True when it
@@ -855,59 +1036,85 @@ class Grant:
             time.sleep(0.0002)
         return False
 
+    # -- releasing: one path ------------------------------------------------
+
     def release(self) -> None:
         """Release the held grant: every unit returns to the pool at once, and
         the waiters that now fit are granted. Raises InvalidState when it
-        holds nothing (released already, or never granted)."""
-        if not self._release():
+        holds nothing (released already, or never granted), and LeaseLost
+        when its lease was lost (fleet pools): the grant is idle afterwards
+        either way."""
+        if self._release() is False:
             raise _not_held()
 
-    def _release(self) -> bool:
+    def _release(self, *exc_info: Any) -> Optional[bool]:
+        """Every release goes through here (release(), and as __exit__ the
+        exit of ``with``; that of ``async with``): take the held token, give
+        the units back, put an idle token back. Returns None, or False when
+        the grant held nothing, never a true value: as __exit__, that would
+        swallow the block's exception. Raises LeaseLost when the lease was
+        lost, the grant then idle; and, where a fleet pool could not release
+        (its server out of reach with nowhere to defer the release to), the
+        library's error, the grant still held for a release again."""
         tok = self._tok
         try:
             if tok.pop() != _HELD:
                 tok.append(_IDLE)
                 return False
-        except IndexError:  # an attempt is under way
+        except IndexError:  # an attempt (or another release) is under way
             return False
+        rc = self._give_back()
+        if rc == 0:
+            tok.append(_IDLE)
+            return None
+        if rc == _ESTATE and self._lease is not None:
+            tok.append(_IDLE)
+            raise self._lost_error()
+        tok.append(_HELD)
+        raise error(rc, api.cq_grant_error(self._g).decode())
+
+    __exit__ = _release
+
+    def _give_back(self, tell: bool = True) -> int:
+        """cq_grant_release(), the one call that returns a grant's units: 0,
+        or CQ_ESTATE for a fleet pool's grant whose lease was lost (marked
+        lost here, and told to Pool.on_lease_lost where `tell`). A forked
+        child's copy of a pool is left alone."""
         pool = self._pool
-        if pool._gen == _generation:  # a forked child's copy is left alone
-            pool._c_release(pool._h, self._g)  # 0: it was held, as the token says
-        tok.append(_IDLE)
-        return True
+        if pool._gen != _generation:
+            return 0
+        rc: int = pool._c_release(pool._h, self._g)
+        lease = self._lease
+        if lease is not None and rc in (0, _ESTATE):  # else it still holds
+            _leases.pop(lease.key, None)
+            if rc == _ESTATE:
+                self._mark_lost(lease.key, tell)
+        return rc
 
     def release_part(self, resource: str, amount: int) -> None:
         """Return `amount` units of budget `resource` early; the grant keeps
         the rest. Raises UnknownResource (it holds no such budget),
-        OutOfRange (amount not in 1..held) or InvalidState (not held)."""
+        OutOfRange (amount not in 1..held), InvalidState (not held) or
+        LeaseLost."""
         if self._tok != _HELD_TOKEN:
             raise _not_held()
+        self._check_lease()
         rc = self._pool._api.cq_grant_release_part(
             self._pool._h, self._g, _bytes(resource, "resource name"), _int64(amount, "amount")
         )
+        if rc == _ESTATE and self._lease is not None:
+            self._mark_lost(self._lease.key)
+            raise self._lost_error()
         if rc != 0:
             raise _fail(rc, "release_part(%r, %d)" % (resource, amount))
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        # Grant._release(), inlined: this is the hot path.
-        tok = self._tok
-        try:
-            if tok.pop() != _HELD:
-                tok.append(_IDLE)
-                return
-        except IndexError:
-            return
-        pool = self._pool
-        if pool._gen == _generation:
-            pool._c_release(pool._h, self._g)
-        tok.append(_IDLE)
 
     def __del__(self) -> None:
         try:
             pool = self._pool
             if pool._gen != _generation:
                 return
-            if self._tok == _IDLE_TOKEN:
+            tok = self._tok
+            if tok == _IDLE_TOKEN:
                 spare = pool._spare
                 if len(spare) < 64:
                     spare.append(self._g)
@@ -916,17 +1123,106 @@ class Grant:
             # and that nobody can release any more gives them back. The
             # token is gone from the moment an attempt starts until the
             # outcome is recorded, so an exception anywhere in between
-            # (KeyboardInterrupt) is covered too.
-            if api.cq_grant_is_held(self._g):
-                warnings.warn(
-                    "cronoq: a grant holding units was garbage-collected; its "
-                    "units are released now (use `with` or release())",
-                    ResourceWarning,
-                    stacklevel=2,
-                )
-                pool._c_release(pool._h, self._g)
+            # (KeyboardInterrupt) is covered too. A fleet pool's grant whose
+            # lease was lost is released too (CQ_ESTATE), so that its
+            # storage leaves the pool before it is freed.
+            held = api.cq_grant_is_held(self._g)
+            if held or tok == _HELD_TOKEN:
+                if self._give_back(tell=False) == 0 and held:
+                    warnings.warn(
+                        "cronoq: a grant holding units (%r) was garbage-collected "
+                        "without being released; its units are released now (use "
+                        "`with pool.acquire(...)`, or release())" % self._req,
+                        ResourceWarning,
+                        stacklevel=2,
+                    )
         except Exception:  # a half-made grant, or interpreter shutdown
             pass
+
+    # -- the lease of a fleet pool's grant ----------------------------------
+
+    def _watch(self) -> None:
+        """A new attempt on a fleet pool: a new lease record, found by the
+        key that the grant's `data` carries into the library's events."""
+        old = self._lease
+        if old is not None:
+            _leases.pop(old.key, None)
+        key = next(_lease_keys)
+        self._g[0] = key  # cq_grant.data, the grant storage's first word
+        self._lease = _Lease(key)
+        _leases[key] = self
+
+    def _is_lost(self) -> bool:
+        """Whether the held grant's lease is lost (self._lease is set). The
+        library's event may not have come yet (a process that was stopped
+        is told as it resumes), but a held grant past its deadline is
+        already not held: that counts, and is marked here."""
+        lease = self._lease
+        assert lease is not None
+        if (not lease.lost and self._tok == _HELD_TOKEN
+                and not api.cq_grant_is_held(self._g)):
+            self._mark_lost(lease.key)
+        return lease.lost
+
+    def _mark_lost(self, key: int, tell: bool = True) -> None:
+        """The lease of attempt `key` is lost: record why, set the event, and
+        call Pool.on_lease_lost, once per attempt. Any thread; the library's
+        event hook calls it with no lock of the library held."""
+        lease = self._lease
+        if lease is None or lease.key != key:
+            return  # an event of an attempt gone before
+        why = api.cq_grant_error(self._g).decode()
+        with _lost_lock:
+            if lease.lost:
+                return
+            lease.why = why
+            lease.lost = True
+            event = lease.event
+        if event is not None:
+            event.set()
+        callback = self._pool.on_lease_lost
+        if tell and callback is not None:
+            try:
+                callback(self)
+            except Exception:  # the holder's release must still end
+                sys.stderr.write("cronoq: Pool.on_lease_lost raised, ignored:\n")
+                traceback.print_exc()
+
+    def _check_lease(self) -> None:
+        if self._lease is not None and self._is_lost():
+            raise self._lost_error()
+
+    def _lost_error(self) -> LeaseLost:
+        lease = self._lease
+        why = lease.why if lease is not None and lease.why else (
+            "this process was stopped or cut off from the server past its deadline")
+        return LeaseLost(detail="the lease of a grant of request %r was lost while it was "
+                         "held (%s): what ran under it since ran without its units, which "
+                         "another holder may have now" % (self._req._text, why))
+
+    @property
+    def lost(self) -> bool:
+        """Whether this fleet pool's grant lost its lease while it held (the
+        current attempt's); stays True after the release that raised
+        LeaseLost, until the grant's next attempt. Always False on an
+        in-process pool."""
+        return self._lease is not None and self._is_lost()
+
+    @property
+    def lost_event(self) -> threading.Event:
+        """A threading.Event set when this grant's lease is lost (its current
+        attempt's), for a holder that waits on it (``lost_event.wait(t)``)
+        or checks it without a call into the library. Never set on an
+        in-process pool."""
+        lease = self._lease
+        if lease is None:
+            return threading.Event()
+        with _lost_lock:
+            if lease.event is None:
+                lease.event = threading.Event()
+                if lease.lost:
+                    lease.event.set()
+            return lease.event
 
     # -- what it holds ------------------------------------------------------
 
@@ -940,17 +1236,20 @@ class Grant:
 
     @property
     def held(self) -> bool:
-        """Whether the grant holds units now."""
+        """Whether the grant holds units now (False once its lease is lost)."""
         return bool(api.cq_grant_is_held(self._g))
 
     def units(self, resource: str) -> int:
         """Units of `resource` the grant holds now (thousandths of a device
-        for a device pool); 0 if none or not held."""
+        for a device pool); 0 if none or not held. LeaseLost if lost."""
+        self._check_lease()
         return api.cq_grant_held(self._g, _bytes(resource, "resource name"))
 
     def devices_of(self, resource: Optional[str] = None) -> List[int]:
         """Indices of the devices the grant holds on device pool `resource`
-        (None: the first device pool it names), lowest first."""
+        (None: the first device pool it names), lowest first. LeaseLost if
+        lost."""
+        self._check_lease()
         name = None if resource is None else _bytes(resource, "resource name")
         cap = 16
         while True:
@@ -971,7 +1270,9 @@ class Grant:
         on `resource` (None: the first device pool it names): their ids,
         comma separated, as the pool was created with. With resource None a
         grant that holds no device gives "", which hides every GPU; a named
-        pool it holds nothing on raises UnknownResource."""
+        pool it holds nothing on raises UnknownResource. LeaseLost if
+        lost."""
+        self._check_lease()
         name = None if resource is None else _bytes(resource, "resource name")
         size = 256
         while True:
@@ -995,12 +1296,16 @@ class Grant:
         saw. It is large (the namespace's counter starts from the server's
         clock in microseconds) and below 2**53, so that it is exact in a
         float or a JSON number too. None on an in-process pool, which needs
-        none; InvalidState on a fleet pool's grant that holds nothing."""
+        none; InvalidState on a fleet pool's grant that holds nothing, and
+        LeaseLost on one whose lease was lost."""
+        self._check_lease()
         return self._pool._fencing_token(self)
 
     def __repr__(self) -> str:
         tok = self._tok
         state = "held" if tok == _HELD_TOKEN else "idle" if tok == _IDLE_TOKEN else "busy"
+        if state == "held" and self._lease is not None and self._lease.lost:
+            state = "lost"
         return "<Grant %s %r>" % (state, self._req)
 
 
@@ -1009,9 +1314,10 @@ class AsyncAcquire:
 
     ``async with pool.acquire_async(req) as grant:`` waits without blocking
     the loop and releases on exit, exceptions and cancellation included.
-    ``grant = await pool.acquire_async(req)`` gives a held Grant that the
-    caller must release(). Cancelling the task cancels the wait; a grant
-    that won the race meanwhile is released, never leaked.
+    ``grant = await pool.acquire_async(req)`` gives a held Grant, as
+    Pool.acquire() does, which the caller releases (or enters with ``with``
+    or ``async with``). Cancelling the task cancels the wait; a grant that
+    won the race meanwhile is released, never leaked.
     """
 
     __slots__ = ("_grant",)
@@ -1058,9 +1364,19 @@ class Pool:
     As a context manager the pool is closed on exit. The C pool is freed
     when the last reference to it (the pool, or a Request or Grant made
     for it) goes.
+
+    ``on_lease_lost`` (fleet pools): None, or a function called with a
+    Grant whose lease was lost while it held, once per grant, as soon as
+    this process learns it: from the library's event hook (on its
+    background thread, or on a thread that used the pool), or on the
+    holder's own thread when one of its calls finds it first. It must not
+    block, nor release the grant (leave that to its holder, whose ``with``
+    block raises LeaseLost); what it raises is printed to stderr and
+    otherwise ignored.
     """
 
     _h: Optional[ctypes.c_void_p]
+    on_lease_lost: Optional[Callable[[Grant], Any]]
 
     def __init__(
         self,
@@ -1124,6 +1440,7 @@ class Pool:
         self._c_release = calls.cq_grant_release
         self._c_cancel = calls.cq_grant_cancel
         self._fleet = fleet  # the fleet library's functions, or None
+        self.on_lease_lost = None
 
     def _failed(self, rc: int, context: str) -> CronoqError:
         """The exception for a failed call on this pool; a fleet pool adds
@@ -1158,11 +1475,17 @@ class Pool:
         ``unix:///path/redis.sock[?db=N]``), shared by every process that
         opens the same `namespace`, under the same rules as an in-process
         pool; see cronoq_fleet.h. Every process declares what it uses
-        (``pool.add_spec("licence=2,gpu=auto")``): a declaration that
-        matches the namespace's is accepted, a conflicting one raises
-        NameInUse naming both values. Device pools are this host's
-        (``gpu``); another host's is named in full (``gpu@hostB``). Grants
-        carry a fencing_token; fleet_stats() says what the pool met.
+        (``pool.add_spec("licence=2,gpu=auto")``): a declaration of a
+        resource the namespace has is accepted when what it is matches (its
+        kind, a budget's lone-request allowance, a device pool's devices),
+        the namespace keeping its live capacity; a conflicting one raises
+        NameInUse (the add_*() calls and add_spec()) naming both. Device
+        pools are this host's (``gpu``); another host's is named in full
+        (``gpu@hostB``). Grants carry a fencing_token, and a grant whose
+        lease is lost (this process stopped or cut off longer than `ttl`)
+        raises LeaseLost as its ``with`` block ends (see Grant and
+        on_lease_lost). fleet_stats() says what the pool met, for
+        monitoring.
 
         Options (None: the library's default): `host`, this host's name in
         device pool names ($CRONOQ_HOST, else the host name up to its first
@@ -1193,16 +1516,20 @@ class Pool:
         server that lost its state. It is ignored where the namespace
         exists.
 
-        Raises NotSupported when libcronoq_fleet cannot be loaded (see
-        cronoq._lib for where it is looked for), InvalidArgument for a bad
+        Raises (each class is cronoq's, and the library's code is named):
+        NotSupported when libcronoq_fleet cannot be loaded (see cronoq._lib
+        for where it is looked for); InvalidArgument (CQ_EINVAL) for a bad
         URL, namespace or option (a `max_ttl` other than the namespace's,
         or a `ttl` longer than it, the message naming both values; a
-        server whose maxmemory-policy evicts), Unavailable when the server
-        cannot be reached, and AccessDenied when it refuses the user, its
-        password or a permission, or runs functions that are not this
-        library's (see fleet_load()); each message names the URL, its
-        password hidden, and no message shows the `password` option. The
-        GIL is released during every call on a fleet pool.
+        namespace of the other claims option; a server whose
+        maxmemory-policy evicts); Unavailable (CQ_EUNAVAILABLE) when the
+        server cannot be reached within `timeout`; AccessDenied
+        (CQ_EACCES) when it refuses the user, its password or a permission,
+        or runs functions that are not this library's (see fleet_load());
+        OutOfMemory (CQ_ENOMEM) when the server is out of memory. Each
+        message names the URL, its password hidden, and no message shows
+        the `password` option. The GIL is released during every call on a
+        fleet pool.
         """
         url_b = _bytes(url, "url", _shown_url(url) if isinstance(url, str) else None)
         ns_b = _bytes(namespace, "namespace")
@@ -1215,6 +1542,8 @@ class Pool:
         keep = _set_strings(opts, host=host, username=username, password=password)
         _set_times(opts, ttl_ms=ttl, heartbeat_ms=heartbeat, timeout_ms=timeout,
                    max_ttl_ms=max_ttl)
+        # The event hook tells a grant that its lease was lost (LeaseLost).
+        opts.on_event = ctypes.cast(_on_event, ctypes.c_void_p).value
         pool = cls.__new__(cls)
         pool._setup(_lib.api_nogil, fleet)
         h = ctypes.c_void_p()
@@ -1242,10 +1571,17 @@ class Pool:
         return self._fleet.cq_fleet_host(self._h).decode()
 
     def fleet_stats(self) -> Optional[FleetStats]:
-        """What this process's fleet pool met (cq_fleet_stats_get(): sessions
-        lost, reconnects, the quarantine left, whether the server's settings
-        could be checked, ...), without a round trip; None for an in-process
-        pool."""
+        """What this process's fleet pool met, for monitoring its failures
+        (cq_fleet_stats_get(), without a round trip; None for an in-process
+        pool): `leases_lost` (grants that lost their lease: each raised
+        LeaseLost to its holder), `sessions` (1, and one more per session
+        lost), `reconnects`, `unavailable` (calls that raised Unavailable),
+        `state_losses` and `rollbacks` (the server lost state, or failed
+        over), `deferred` and `reconciled` releases, `max_fence`,
+        `quarantine_ms` left, `lost_deadline_ms`, and `settings_unchecked`
+        (the server's maxmemory-policy could not be read: an operator
+        checks it). Counters only grow: alert on their rate. metrics()
+        exports them as cronoq_fleet_<name>_total."""
         if self._fleet is None:
             return None
         s = _lib.FleetStats()
@@ -1436,17 +1772,40 @@ class Pool:
             if req._pool is not self:
                 raise WrongPool(-12, "the request was made for another pool")
             return req
-        return Request(self, req)
+        return Request._unchecked(self, req)
 
     def acquire(self, req: RequestLike, timeout: Optional[float] = None) -> Grant:
-        """An attempt at `req` (a Request, a spec or a dict), to use as a
-        context manager: ``with pool.acquire(req, timeout=5.0) as grant:``
-        waits until every unit is granted at once, runs the block, and
-        releases on every path. `timeout` is in seconds (None: no limit; 0:
-        one attempt without waiting). Raises Timeout, NeverFits (with the
-        library's message, e.g. ``request asks db:12 but its capacity is
-        10``), Closed, UnknownResource, or Cancelled when Grant.cancel() was
-        called from another thread. The GIL is released while it waits."""
+        """Acquire `req` (a Request, a spec or a dict), as
+        threading.Semaphore.acquire() does: wait until every unit is granted
+        at once, and return the held Grant. `timeout` is in seconds (None:
+        no limit; 0: one attempt without waiting). The grant is a context
+        manager whose exit releases it, on every path::
+
+            with pool.acquire(req, timeout=5.0) as grant:
+                run_task()
+
+        Without ``with``, the caller releases it (grant.release()); a held
+        grant dropped unreleased is released with a ResourceWarning. Raises
+        Timeout (naming the request, its timeout and what its resources
+        hold), NeverFits (with the library's message, e.g. ``request asks
+        db:12 but its capacity is 10``), Closed, UnknownResource, and on a
+        fleet pool Unavailable or Busy (a quarantine, with timeout=0).
+        KeyboardInterrupt on the main thread cancels the wait. The GIL is
+        released while it waits. To cancel a wait from another thread, make
+        the grant first with lazy_acquire()."""
+        r = req if isinstance(req, Request) and req._pool is self else self._request_of(req)
+        if timeout is not None:
+            timeout = _seconds(timeout, "timeout")
+        grant = Grant(self, r, timeout)
+        rc = grant._start()
+        return grant if rc == 0 else grant._wait(rc)
+
+    def lazy_acquire(self, req: RequestLike, timeout: Optional[float] = None) -> Grant:
+        """A Grant for `req` that holds nothing yet: entering it (``with``,
+        ``async with``) or its wait() acquires, waiting up to `timeout`
+        seconds, and the exit releases. For a wait that another thread may
+        cancel (grant.cancel()), and for one grant entered again and again
+        (its storage reused). Raises what acquire() raises, when entered."""
         r = req if isinstance(req, Request) and req._pool is self else self._request_of(req)
         if timeout is not None:
             timeout = _seconds(timeout, "timeout")
@@ -1490,10 +1849,13 @@ class Pool:
         every problem found, each naming the task and the resource, e.g.
         ``task "predict" requires gpu:8 but the pool only has 1``; empty
         when every task can run."""
-        names = [_bytes(name, "task name") for name in tasks]
-        reqs = [self._request_of(r) for r in tasks.values()]
-        arr = (_lib.Task * max(1, len(reqs)))()
-        for i, (name, r) in enumerate(zip(names, reqs)):
+        return self._problems([(_bytes(name, "task name"), self._request_of(r))
+                               for name, r in tasks.items()])
+
+    def _problems(self, tasks: Sequence[Tuple[bytes, Request]]) -> List[str]:
+        """cq_tasks_validate()'s messages for (name, request) pairs."""
+        arr = (_lib.Task * max(1, len(tasks)))()
+        for i, (name, r) in enumerate(tasks):
             arr[i].name = name
             arr[i].req = ctypes.addressof(r._r)
         problems: List[str] = []
@@ -1502,7 +1864,7 @@ class Pool:
         def collect(task: int, err: int, message: bytes, arg: Any) -> None:
             problems.append(message.decode())
 
-        rc = self._api.cq_tasks_validate(self._h, arr, len(reqs), collect, None)
+        rc = self._api.cq_tasks_validate(self._h, arr, len(tasks), collect, None)
         if rc == _EINVAL:
             raise self._failed(rc, "validate")
         return problems
@@ -1569,8 +1931,40 @@ class Pool:
             raise self._failed(rc, "metrics")
         return b"".join(chunks).decode()
 
+    def _usage(self, req: Request) -> str:
+        """What the resources of `req` hold now, for a Timeout's message:
+        "; now: db 10 of 10 in use (2 waiting)". Empty on a fleet pool,
+        where each snapshot would be a round trip to a server that may be
+        out of reach."""
+        if self._fleet is not None:
+            return ""
+        parts = []
+        for name, amount in req._items():
+            try:
+                r = self.resource(amount if name == "class" else name)
+            except CronoqError:
+                continue
+            if r.kind == "devices":
+                text = "%s %g of %d devices in use" % (r.name, r.in_use / _lib.DEVICE_MILLI,
+                                                      r.online)
+            elif r.kind == "class":
+                text = "class %s %d of %d workers" % (r.name, r.in_use, r.capacity)
+            else:
+                text = "%s %d of %d in use" % (r.name, r.in_use, r.capacity)
+            parts.append(text + (" (%d waiting)" % r.waiting if r.waiting else ""))
+        return "; now: " + ", ".join(parts) if parts else ""
+
     def __repr__(self) -> str:
-        names = ", ".join("%s=%d" % (r.name, r.capacity) for r in self.resources())
+        def shown(r: ResourceStats) -> str:
+            if r.kind == "devices":  # devices as devices, not thousandths
+                online = "" if r.online == r.devices else ", %d online" % r.online
+                return "%s=%d device%s%s" % (r.name, r.devices, "" if r.devices == 1 else "s",
+                                             online)
+            if r.kind == "class":
+                return "%s:class=%d" % (r.name, r.capacity)
+            return "%s%s=%d" % (r.name, ":lone" if r.lone else "", r.capacity)
+
+        names = ", ".join(shown(r) for r in self.resources())
         return "<Pool %s%s>" % (names, " closed" if self._closed else "")
 
 

@@ -9,8 +9,13 @@ join with a timeout: a hang guard that fails the test, never a check of how
 fast something was.
 """
 
+import contextlib
 import os
+import shutil
+import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -109,3 +114,56 @@ def start_parked(pool, target, name="waiter"):
     wait_until(lambda: waiting(pool) > before or not t.is_alive(), "%s to park" % name)
     assert t.is_alive(), "%s ended instead of waiting: %r" % (name, t.exc)
     return t
+
+
+def _ping(sock_path):
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(1.0)
+            s.connect(sock_path)
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def redis_server():
+    """Run a redis-server of the caller's own (a temporary directory, a Unix
+    socket, no TCP port, nothing on disk), stopped by its PID: its URL.
+    Skips where redis-server or libcronoq_fleet is missing."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server); "
+                    "the fleet tests need it")
+    from cronoq import _lib
+
+    try:
+        _lib.fleet()
+    except _lib.FleetMissing as e:
+        pytest.skip("no fleet library: %s" % e)
+    tmp = tempfile.mkdtemp(prefix="cronoq-py-redis-")
+    sock = os.path.join(tmp, "redis.sock")
+    log = open(os.path.join(tmp, "redis.log"), "w")
+    proc = subprocess.Popen(
+        [exe, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no",
+         "--dir", tmp, "--maxmemory-policy", "noeviction", "--loglevel", "warning"],
+        stdout=log, stderr=subprocess.STDOUT)
+    try:
+        end = time.monotonic() + 30
+        while not _ping(sock):
+            if proc.poll() is not None:
+                pytest.fail("redis-server exited at start (see %s/redis.log)" % tmp)
+            if time.monotonic() > end:
+                pytest.fail("redis-server did not answer PING within 30 s")
+            time.sleep(0.01)
+        yield "unix://" + sock
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+        log.close()
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,4 +1,6 @@
-"""Blocking and try acquires: release on every path, timeouts, cancels from
+"""Blocking and try acquires: pool.acquire() returns a held grant, as a
+semaphore's acquire() does, and lazy_acquire() one that acquires when
+entered; release on every path, timeouts and what they say, cancels from
 another thread (won and lost), a wait interrupted on the main thread, the
 GIL released while a thread blocks, grants dropped while held, fork."""
 
@@ -17,6 +19,81 @@ import pytest
 import cronoq
 from conftest import (CHILD_PYTHONPATH, HANG_GUARD_S, Thread, assert_all_back, join_all,
                       start_parked, wait_until, waiting)
+
+
+def test_pool_acquire_returns_a_held_grant():
+    # The trap: `g = pool.acquire(...)` returned a grant that held nothing
+    # ("held after pool.acquire(): False 0") until it was entered.
+    pool = cronoq.Pool(budgets={"db": 1})
+    g = pool.acquire({"db": 1}, timeout=1)
+    assert (g.held, g.units("db")) == (True, 1)
+    assert pool.resource("db").in_use == 1
+    g.release()
+    assert not g.held
+    assert_all_back(pool)
+
+
+def test_a_second_acquire_of_a_one_unit_budget_waits_instead_of_succeeding():
+    pool = cronoq.Pool(budgets={"db": 1})
+    first = pool.acquire({"db": 1}, timeout=1)
+    with pytest.raises(cronoq.Timeout):
+        pool.acquire({"db": 1}, timeout=0.05)
+    assert pool.resource("db").in_use == 1
+    # Released on another thread, the second acquire is granted.
+    t = start_parked(pool, lambda: pool.acquire({"db": 1}, timeout=HANG_GUARD_S))
+    first.release()
+    join_all([t])
+    assert t.exc is None and t.result.held
+    t.result.release()
+    assert_all_back(pool)
+
+
+def test_entering_a_held_grant_returns_it_and_leaving_releases_it(pool):
+    g = pool.acquire({"db": 2}, timeout=1)
+    with g as entered:
+        assert entered is g and g.held
+        assert pool.resource("db").in_use == 2  # entering took nothing more
+    assert not g.held
+    assert_all_back(pool)
+
+
+def test_a_held_grant_dropped_without_release_warns_and_releases(pool):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pool.acquire({"db": 5}, timeout=1)  # never entered, never released
+        gc.collect()
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)
+            and "without being released" in str(w.message)], [str(w.message) for w in caught]
+    assert_all_back(pool)
+
+
+def test_lazy_acquire_holds_nothing_until_entered_or_waited(pool):
+    lazy = pool.lazy_acquire({"db": 3}, timeout=1)
+    assert not lazy.held and pool.resource("db").in_use == 0
+    with lazy as g:
+        assert g is lazy and g.units("db") == 3
+    assert not lazy.held
+    assert lazy.wait() is lazy and lazy.held
+    lazy.release()
+    assert_all_back(pool)
+
+
+def test_a_timeout_names_the_request_its_timeout_and_what_its_resources_hold(pool):
+    # The trap: "deadline passed before the request was granted", which
+    # named neither the resource nor the seconds.
+    holder = pool.try_acquire({"api": 4})
+    with pytest.raises(cronoq.Timeout) as e:
+        pool.acquire({"api": 1, "db": 2}, timeout=0.05)
+    msg = str(e.value)
+    assert msg.startswith("request 'api=1,db=2' was not granted within its timeout of 0.05 s"
+                          " (waited 0.0"), msg
+    assert "api 4 of 4 in use" in msg and "db 0 of 10 in use" in msg, msg
+    assert msg.endswith("(CQ_ETIMEDOUT)"), msg
+    with pytest.raises(cronoq.Timeout, match=r"request 'api=1' was not granted at once "
+                       r"\(timeout=0: one try, no wait\)"):
+        pool.acquire("api=1", timeout=0)
+    holder.release()
+    assert_all_back(pool)
 
 
 def test_with_releases_the_grant_when_the_block_returns(pool):
@@ -104,13 +181,13 @@ def test_request_larger_than_capacity_raises_never_fits_with_the_library_message
     with pytest.raises(cronoq.NeverFits, match="3 devices of gpu but it has 2"):
         pool.try_acquire({"gpu": 3})
     with pytest.raises(cronoq.NeverFits):
-        pool.acquire({"db": 11}).wait()
+        pool.acquire({"db": 11})
     assert_all_back(pool)
 
 
 def test_never_fits_is_raised_to_a_waiter_when_a_capacity_shrinks_below_it(pool):
     holder = pool.try_acquire({"db": 10})
-    t = start_parked(pool, lambda: pool.acquire({"db": 8}).wait())
+    t = start_parked(pool, lambda: pool.acquire({"db": 8}))
     pool.set_capacity("db", 5)
     join_all([t])
     assert isinstance(t.exc, cronoq.NeverFits)
@@ -135,7 +212,7 @@ def test_waiting_thread_is_granted_when_units_come_back(pool):
 
 def test_cancel_from_another_thread_ends_the_wait_with_cancelled(pool):
     holder = pool.try_acquire({"db": 10})
-    grant = pool.acquire({"db": 1})
+    grant = pool.lazy_acquire({"db": 1})
     t = start_parked(pool, grant.wait)
     assert grant.cancel() is True
     join_all([t])
@@ -148,7 +225,7 @@ def test_cancel_from_another_thread_ends_the_wait_with_cancelled(pool):
 
 def test_cancel_that_loses_the_race_leaves_the_grant_to_its_holder(pool):
     holder = pool.try_acquire({"db": 10})
-    grant = pool.acquire({"db": 2})
+    grant = pool.lazy_acquire({"db": 2})
     entered = threading.Event()
     leave = threading.Event()
 
@@ -169,7 +246,7 @@ def test_cancel_that_loses_the_race_leaves_the_grant_to_its_holder(pool):
 
 
 def test_cancel_before_any_attempt_does_nothing(pool):
-    grant = pool.acquire({"db": 1})
+    grant = pool.lazy_acquire({"db": 1})
     assert grant.cancel() is False
     with grant:
         assert grant.held
@@ -177,7 +254,7 @@ def test_cancel_before_any_attempt_does_nothing(pool):
 
 
 def test_a_grant_in_use_refuses_a_second_attempt(pool):
-    grant = pool.acquire({"db": 1})
+    grant = pool.lazy_acquire({"db": 1})
     with grant:
         with pytest.raises(cronoq.InvalidState):
             grant.wait()
@@ -189,7 +266,7 @@ def test_a_grant_in_use_refuses_a_second_attempt(pool):
 
 def test_close_wakes_waiters_with_closed_and_refuses_new_attempts(pool):
     holder = pool.try_acquire({"db": 10})
-    t = start_parked(pool, lambda: pool.acquire({"db": 1}).wait())
+    t = start_parked(pool, lambda: pool.acquire({"db": 1}))
     pool.close()
     join_all([t])
     assert isinstance(t.exc, cronoq.Closed)
@@ -256,7 +333,7 @@ def test_main_thread_wait_with_timeout_and_grant(pool):
     with pytest.raises(cronoq.Timeout):
         hold = pool.try_acquire({"db": 10})
         try:
-            pool.acquire({"db": 1}, timeout=0.01).wait()
+            pool.acquire({"db": 1}, timeout=0.01)
         finally:
             hold.release()
     assert_all_back(pool)
@@ -366,7 +443,7 @@ def _park(pool, spec):
     """Start a callback wait on a new grant the way the main thread does."""
     from cronoq import _lib, _pool
 
-    grant = pool.acquire(spec)
+    grant = pool.lazy_acquire(spec)
     grant._tok.pop()  # the attempt's token, as Grant.__enter__ takes it
     waiter = _pool._ThreadWaiter(grant)
     assert waiter.submit(_lib.NEVER) == 0
@@ -421,7 +498,7 @@ def test_abandoned_wait_that_was_delivered_but_not_consumed_is_released(pool):
 
 
 def test_an_error_carries_only_its_own_attempt_s_detail(pool):
-    grant = pool.acquire({"db": 11})
+    grant = pool.lazy_acquire({"db": 11})
     with pytest.raises(cronoq.NeverFits, match="capacity is 10"):
         grant.wait()
     pool.close()

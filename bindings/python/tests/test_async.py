@@ -196,3 +196,28 @@ def test_grant_delivered_to_a_closed_loop_is_released_once(pool):
     assert repr(acquire._grant).startswith("<Grant idle")
     other.release()
     assert_all_back(pool)
+
+
+def test_an_awaited_acquire_async_is_held_and_async_with_releases_it(pool):
+    async def main():
+        grant = await pool.acquire_async({"db": 3}, timeout=1)
+        assert grant.held and pool.resource("db").in_use == 3
+        async with grant as entered:  # entered as it is
+            assert entered is grant and pool.resource("db").in_use == 3
+        assert not grant.held
+        lazy = pool.lazy_acquire({"db": 2}, timeout=1)
+        async with lazy:  # a lazy grant acquires on the loop
+            assert lazy.units("db") == 2
+        assert_all_back(pool)
+    run(main())
+
+
+def test_an_async_timeout_names_the_request_and_its_timeout(pool):
+    async def main():
+        holder = pool.try_acquire({"api": 4})
+        with pytest.raises(cronoq.Timeout, match=r"request 'api=2' was not granted within its "
+                           r"timeout of 0.02 s \(waited 0\.0\d\d s\).*api 4 of 4 in use"):
+            await pool.acquire_async({"api": 2}, timeout=0.02)
+        holder.release()
+        assert_all_back(pool)
+    run(main())

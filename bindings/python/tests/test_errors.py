@@ -75,3 +75,44 @@ def test_errors_survive_pickling_for_multiprocessing():
     back = pickle.loads(pickle.dumps(e.value))
     assert type(back) is cronoq.NeverFits
     assert (back.code, back.detail, str(back)) == (e.value.code, e.value.detail, str(e.value))
+
+
+def test_lease_lost_is_an_exported_cronoq_error_that_survives_pickling():
+    assert issubclass(cronoq.LeaseLost, cronoq.CronoqError)
+    assert "LeaseLost" in cronoq.__all__ and cronoq.LeaseLost.code is None
+    exc = cronoq.LeaseLost(detail="the lease of a grant of request 'licence=1' was lost")
+    assert str(exc) == "the lease of a grant of request 'licence=1' was lost"
+    back = pickle.loads(pickle.dumps(exc))
+    assert type(back) is cronoq.LeaseLost and str(back) == str(exc)
+
+
+def test_every_class_a_docstring_names_exists():
+    """The docstrings name no stale class: every CamelCase name in the
+    public API's docstrings (Pool.connect()'s list of errors among them)
+    is one of cronoq's, a built-in or asyncio's; and Pool.connect() names
+    the classes of the codes cq_fleet_open() returns."""
+    import asyncio
+    import builtins
+    import inspect
+    import re
+
+    def docs():
+        for name in cronoq.__all__:
+            obj = getattr(cronoq, name)
+            yield name, inspect.getdoc(obj) or ""
+            if inspect.isclass(obj):
+                for attr, value in vars(obj).items():
+                    value = value.fget if isinstance(value, property) else value
+                    if not attr.startswith("_") or attr in ("__init__", "__enter__"):
+                        yield "%s.%s" % (name, attr), inspect.getdoc(value) or ""
+
+    unknown = set()
+    for where, doc in docs():
+        for word in re.findall(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b", doc):
+            if not any(hasattr(m, word) for m in (cronoq, builtins, asyncio)):
+                unknown.add((where, word))
+    assert unknown == set()
+    connect_doc = inspect.getdoc(cronoq.Pool.connect)
+    for cls in (cronoq.NotSupported, cronoq.InvalidArgument, cronoq.Unavailable,
+                cronoq.AccessDenied, cronoq.OutOfMemory, cronoq.NameInUse, cronoq.LeaseLost):
+        assert cls.__name__ in connect_doc, cls

@@ -13,77 +13,27 @@ new_namespace=True, except those that test the quarantine.
 """
 
 import asyncio
-import contextlib
 import itertools
+import json
 import os
-import shutil
+import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 
 import pytest
 
 import cronoq
-from conftest import CHILD_PYTHONPATH, HANG_GUARD_S, Thread, join_all, wait_until
+from conftest import CHILD_PYTHONPATH, HANG_GUARD_S, Thread, join_all, redis_server, wait_until
 from cronoq import _lib
-
-
-def _ping(sock_path):
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(1.0)
-            s.connect(sock_path)
-            s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
-
-
-@contextlib.contextmanager
-def _redis_server():
-    """Run a redis-server of the caller's own: its URL."""
-    exe = shutil.which("redis-server")
-    if exe is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server); "
-                    "the fleet tests need it")
-    try:
-        _lib.fleet()
-    except _lib.FleetMissing as e:
-        pytest.skip("no fleet library: %s" % e)
-    tmp = tempfile.mkdtemp(prefix="cronoq-py-redis-")
-    sock = os.path.join(tmp, "redis.sock")
-    log = open(os.path.join(tmp, "redis.log"), "w")
-    proc = subprocess.Popen(
-        [exe, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no",
-         "--dir", tmp, "--maxmemory-policy", "noeviction", "--loglevel", "warning"],
-        stdout=log, stderr=subprocess.STDOUT)
-    try:
-        end = time.monotonic() + 30
-        while not _ping(sock):
-            if proc.poll() is not None:
-                pytest.fail("redis-server exited at start (see %s/redis.log)" % tmp)
-            if time.monotonic() > end:
-                pytest.fail("redis-server did not answer PING within 30 s")
-            time.sleep(0.01)
-        yield "unix://" + sock
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
-        log.close()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def server():
     """A redis-server of this module's own: its URL."""
-    with _redis_server() as url:
+    with redis_server() as url:
         yield url
 
 
@@ -91,7 +41,7 @@ def server():
 def own_server():
     """A redis-server of this test's own, for one that changes the server
     (its library of functions): its URL."""
-    with _redis_server() as url:
+    with redis_server() as url:
         yield url
 
 
@@ -134,7 +84,7 @@ def test_two_pools_of_a_namespace_share_its_budgets(server, ns):
         b.try_acquire("licence=1")
     assert a.resource("licence").in_use == 2
     # A waiter on one pool is granted by a release on the other.
-    waiter = Thread(lambda: b.acquire("licence=1", timeout=HANG_GUARD_S).wait())
+    waiter = Thread(lambda: b.acquire("licence=1", timeout=HANG_GUARD_S))
     waiter.start()
     wait_until(lambda: a.stats().waiting == 1 or not waiter.is_alive(), "b's waiter to park")
     held[0].release()
@@ -161,18 +111,26 @@ def test_async_releases_come_before_the_pools_next_call(server, ns):
             assert other.resource("licence").grants == 51
 
 
-def test_a_conflicting_declaration_names_both_values(server, ns):
+def test_a_conflicting_declaration_names_both_and_another_capacity_is_accepted(server, ns):
+    """What a resource is (its kind, a budget's lone-request allowance)
+    must match the namespace's; its capacity is the namespace's live one,
+    which a declaration of another capacity accepts and keeps."""
     a = connect(server, ns)
     a.add_budget("licence", 2)
     b = connect(server, ns, host="hostB")
-    # Another capacity: accepted, the namespace keeps its live one.
     b.add_budget("licence", 3)
     b.add_spec("licence=3")
     assert b.resource("licence").capacity == 2
-    # Another kind: refused, naming both.
+    with pytest.raises(cronoq.NameInUse) as e:
+        b.add_class("licence", 3)
+    assert "is a budget" in str(e.value) and ns in str(e.value), str(e.value)
     with pytest.raises(cronoq.NameInUse) as e:
         b.add_spec("licence:class=3")
-    assert "is a budget" in str(e.value) and ns in str(e.value), str(e.value)
+    assert "is a budget" in str(e.value), str(e.value)
+    with pytest.raises(cronoq.NameInUse) as e:
+        b.add_budget("licence", 2, lone=True)
+    assert "lone-request allowance" in str(e.value), str(e.value)
+    assert b.resource("licence").capacity == 2
 
 
 def test_a_request_names_another_hosts_device_pool(server, ns):
@@ -213,7 +171,7 @@ def test_fencing_tokens_grow_with_every_grant_of_the_namespace(server, ns):
     # Microseconds of the server's clock, which is this machine's.
     assert (time.time() - 3600) * 1e6 < tokens[0] < (time.time() + 3600) * 1e6, tokens
     assert a.fleet_stats().max_fence == tokens[2] and b.fleet_stats().max_fence == tokens[3]
-    idle = a.acquire("licence=1")
+    idle = a.lazy_acquire("licence=1")
     with pytest.raises(cronoq.InvalidState):
         idle.fencing_token
 
@@ -254,8 +212,12 @@ def test_a_request_that_never_fits_raises_never_fits(server, ns):
     pool = connect(server, ns)
     pool.add_budget("licence", 2)
     with pytest.raises(cronoq.NeverFits) as e:
-        pool.acquire("licence=3", timeout=HANG_GUARD_S).wait()
+        pool.acquire("licence=3", timeout=HANG_GUARD_S)
     assert "licence" in str(e.value), str(e.value)
+    # pool.request() refuses it when it is built, as in-process.
+    with pytest.raises(cronoq.NeverFits) as e:
+        pool.request("licence=3")
+    assert "requires licence:3 but the pool only has 2" in str(e.value), str(e.value)
     with pytest.raises(cronoq.UnknownResource):
         pool.request("nosuch=1")
 
@@ -279,10 +241,10 @@ def test_a_namespace_the_server_creates_is_quarantined_for_its_longest_ttl(serve
         assert "is quarantined" in msg and "ms more" in msg and ns in msg, msg
         left = pool.fleet_stats().quarantine_ms
         assert 0 < left <= 3000, left
-    first = Thread(lambda: a.acquire("licence=1", timeout=HANG_GUARD_S).wait(), name="first")
+    first = Thread(lambda: a.acquire("licence=1", timeout=HANG_GUARD_S), name="first")
     first.start()
     wait_until(lambda: a.stats().waiting == 1 or not first.is_alive(), "the first waiter to park")
-    second = Thread(lambda: b.acquire("licence=1", timeout=HANG_GUARD_S).wait(), name="second")
+    second = Thread(lambda: b.acquire("licence=1", timeout=HANG_GUARD_S), name="second")
     second.start()
     # The first to arrive is granted as the quarantine ends; the second
     # cannot be while it holds the licence.
@@ -588,3 +550,86 @@ def test_cancelling_an_async_acquire_on_a_fleet_pool_leaks_nothing(server, ns):
     asyncio.run(main())
     wait_until(lambda: a.resource("licence").in_use == 0, "the licence to come back")
     assert a.stats().waiting == 0
+
+
+# A holder in a process of its own: it takes the licence, tells the test its
+# fencing token, and reads a line (the test stops it meanwhile, past its
+# TTL, and resumes it); then it reports, as one JSON line, what its grant
+# said inside and after the block.
+_STOPPED_HOLDER = """
+import json, sys, time, cronoq
+url, ns = sys.argv[1], sys.argv[2]
+pool = cronoq.Pool.connect(url, ns, host="child", ttl=1.0, heartbeat=0.1)
+pool.add_budget("licence", 1)
+told = []
+pool.on_lease_lost = lambda grant: told.append(grant.request)
+report = {}
+try:
+    with pool.acquire("licence=1", timeout=60) as g:
+        print("held", g.fencing_token, flush=True)
+        sys.stdin.readline()
+        report["lost_inside"] = g.lost
+        try:
+            g.units("licence")
+            report["units_inside"] = "no error"
+        except cronoq.LeaseLost:
+            report["units_inside"] = "LeaseLost"
+    report["leaving"] = "no error"
+except cronoq.LeaseLost as e:
+    report["leaving"] = type(e).__name__
+    report["message"] = str(e)
+    report["is_cronoq_error"] = isinstance(e, cronoq.CronoqError)
+report["lost"] = g.lost
+report["lost_event"] = g.lost_event.wait(30)
+report["held"] = g.held
+end = time.monotonic() + 30
+while not told and time.monotonic() < end:  # the hook may run on another thread
+    time.sleep(0.01)
+report["told"] = [repr(r) for r in told]
+report["leases_lost"] = pool.fleet_stats().leases_lost
+print(json.dumps(report), flush=True)
+"""
+
+
+def test_a_holder_stopped_past_its_ttl_raises_lease_lost_on_leaving_the_block(server, ns):
+    """The trap: a holder stopped past its TTL inside ``with
+    pool.acquire(req) as g:`` saw ``g.held = False`` and left the block
+    without an error, its critical section run without the licence. Here
+    the holder is a child process, stopped with SIGSTOP until this process
+    is granted the licence (the server ended the child's session), then
+    resumed: leaving its block raises LeaseLost, and its grant's flag, its
+    Event and the pool's on_lease_lost hook all say so."""
+    # This process's own TTL is longer, so that a loaded machine cannot
+    # make it lose its session too; its heartbeats reclaim the child's.
+    pool = connect(server, ns, ttl=5.0, heartbeat=0.2)
+    pool.add_budget("licence", 1)
+    env = dict(os.environ, PYTHONPATH=CHILD_PYTHONPATH, PYTHONDONTWRITEBYTECODE="1")
+    child = subprocess.Popen([sys.executable, "-c", _STOPPED_HOLDER, server, ns], env=env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        line = child.stdout.readline().split()
+        assert line[:1] == ["held"], (line, child.stderr.read() if child.poll() else "")
+        os.kill(child.pid, signal.SIGSTOP)
+        try:
+            # Past the child's TTL its session ends on the server, and the
+            # licence it still believes it holds is granted here.
+            with pool.acquire("licence=1", timeout=HANG_GUARD_S) as g:
+                assert g.fencing_token > int(line[1])
+        finally:
+            os.kill(child.pid, signal.SIGCONT)
+        out, err = child.communicate("\n", timeout=HANG_GUARD_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=HANG_GUARD_S)
+    assert child.returncode == 0, err
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report["leaving"] == "LeaseLost", report
+    assert report["is_cronoq_error"] is True
+    assert "lease" in report["message"] and "licence=1" in report["message"], report
+    assert report["lost_inside"] is True and report["units_inside"] == "LeaseLost", report
+    assert (report["lost"], report["lost_event"], report["held"]) == (True, True, False), report
+    assert report["told"] == ["Request('licence=1')"], report
+    assert report["leases_lost"] == 1, report
+    assert pool.resource("licence").in_use == 0

@@ -57,7 +57,9 @@ def test_random_cancels_and_timeouts_return_every_unit():
         for _ in range(rounds):
             req = rng.choice(requests)
             timeout = rng.choice([None, None, 0, 0.001, 0.003])
-            grant = pool.acquire(req, timeout=timeout if timeout is not None else HANG_GUARD_S)
+            # Made before it waits, so that the canceller can cancel the wait.
+            grant = pool.lazy_acquire(req, timeout=timeout if timeout is not None
+                                      else HANG_GUARD_S)
             with in_flight_lock:
                 in_flight.append(grant)
             try:

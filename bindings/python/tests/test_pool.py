@@ -125,6 +125,43 @@ def test_bad_requests_raise_the_library_s_message_and_change_nothing(pool):
     assert_all_back(pool)
 
 
+def test_a_request_larger_than_a_capacity_is_refused_when_built():
+    # The trap: pool.request({"cpu": 5}) on a capacity of 4 was accepted,
+    # and failed only at the first acquire.
+    pool = cronoq.Pool("cpu=4,gpu=2,scratch:lone=5,predict:class=2")
+    with pytest.raises(cronoq.NeverFits) as e:
+        pool.request({"cpu": 5})
+    assert e.value.code == -7
+    assert str(e.value) == ("request {'cpu': 5} can never be granted: it requires cpu:5 "
+                            "but the pool only has 4 (CQ_ENEVER)")
+    with pytest.raises(cronoq.NeverFits, match="requires gpu:3 but the pool only has 2"):
+        pool.request("gpu=3,cpu=1")
+    with pytest.raises(cronoq.NeverFits, match="requires gpu:3 .*; it requires cpu:9"):
+        cronoq.Request(pool, {"cpu": 9, "gpu": 3})
+    pool.set_capacity("cpu", 8)  # capacities change: what fits now is made
+    pool.request({"cpu": 5})
+    pool.request({"scratch": 8})  # a lone budget takes more than its capacity
+    pool.set_class_max("predict", 0)
+    with pytest.raises(cronoq.NeverFits, match="class predict, whose max_workers is 0"):
+        pool.request({"cpu": 1}, class_="predict")
+    # validate() and headroom() still answer for such requests.
+    assert pool.validate({"big": {"cpu": 9}}) == ['task "big" requires cpu:9 but the pool '
+                                                  'only has 8']
+    with pytest.raises(cronoq.NeverFits):
+        pool.headroom({"cpu": 9})
+
+
+def test_pool_repr_shows_devices_as_devices():
+    # The trap: <Pool gpu=2000, ...> for two devices (thousandths).
+    pool = cronoq.Pool("gpu=2,tpu:devices=1,db=10,scratch:lone=5,predict:class=2")
+    assert repr(pool) == ("<Pool gpu=2 devices, tpu=1 device, db=10, scratch:lone=5, "
+                          "predict:class=2>")
+    pool.set_device_online("gpu", 1, False)
+    assert repr(pool).startswith("<Pool gpu=2 devices, 1 online, tpu=1 device,")
+    pool.close()
+    assert repr(pool).endswith(" closed>")
+
+
 def test_bad_declarations_are_refused_and_change_nothing(pool):
     before = names_and_capacities(pool)
     with pytest.raises(cronoq.NameInUse):

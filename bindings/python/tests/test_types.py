@@ -1,5 +1,5 @@
 """The type hints hold: mypy (Debian's python3-mypy) finds no error in the
-package, the examples and the bench."""
+package, the examples, the bench and the build backend."""
 
 import importlib.util
 import os
@@ -16,6 +16,7 @@ def test_mypy_finds_no_error_in_the_package_and_examples():
         pytest.skip("mypy is not installed (Debian: python3-mypy)")
     out = subprocess.run(
         [sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", os.devnull,
-         "--ignore-missing-imports", "cronoq", "examples", "bench.py"],
+         "--ignore-missing-imports", "cronoq", "examples", "bench.py",
+         "build_backend"],
         cwd=SOURCE_DIR, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
