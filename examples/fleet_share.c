@@ -18,9 +18,9 @@
  * lost with holders still running; `new` says that no process ever used
  * this namespace (CQ_FLEET_NEW_NAMESPACE), as in this example's test.
  *
- * The server needs `maxmemory-policy noeviction`, and the library of
- * functions loaded by an operator (`cronoq load URL`); see the README,
- * "Fleet pools".
+ * The server is Redis 7 or later with `maxmemory-policy noeviction`; a
+ * user that may not load functions needs the library loaded by an operator
+ * first (`cronoq load URL`): docs/OPERATIONS.md.
  */
 #include <cronoq/cronoq.h>
 #include <cronoq/cronoq_fleet.h>
