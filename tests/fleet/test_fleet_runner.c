@@ -89,9 +89,10 @@ static int wait_exit(pid_t pid) {
 
 static int wait_ok(pid_t pid) { return wait_exit(pid) == 0; }
 
-/* Run cronoq-run with `args` (NULL-terminated, after the program's name),
- * its stdout and stderr into `out`; its exit status, or -1. */
-static int run_into(const char *exe, const char *const *args, const char *out) {
+/* Start cronoq-run with `args` (NULL-terminated, after the program's
+ * name), its stdout and stderr into `out`; returns its PID. */
+static pid_t start_into(const char *exe, const char *const *args,
+                        const char *out) {
   fflush(stdout); /* the child's freopen() would write what is buffered */
   pid_t pid = fork();
   if (pid < 0)
@@ -100,13 +101,18 @@ static int run_into(const char *exe, const char *const *args, const char *out) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (freopen(out, "w", stdout) == NULL || dup2(1, 2) < 0)
       _exit(126);
-    char *argv[16] = {(char *)exe};
-    for (int i = 0; args[i] != NULL && i < 14; i++)
+    char *argv[20] = {(char *)exe};
+    for (int i = 0; args[i] != NULL && i < 18; i++)
       argv[i + 1] = (char *)args[i];
     execv(exe, argv);
     _exit(127);
   }
-  return wait_exit(pid);
+  return pid;
+}
+
+/* The same, waiting for it: its exit status, or -1. */
+static int run_into(const char *exe, const char *const *args, const char *out) {
+  return wait_exit(start_into(exe, args, out));
 }
 
 /* Whether file `path` holds `text`; the file is left in file_text. */
@@ -290,6 +296,102 @@ test_new_namespace_creates_it_without_a_quarantine(const char *exe) {
   printf("ok: --new-namespace: no quarantine\n");
 }
 
+/*
+ * A resource another process declares while a runner runs does not hide
+ * one of the runner's own from what it writes. The runner sized its
+ * snapshot of the namespace at start (1 resource: the licence); a device
+ * pool declared later comes first in the namespace's order, and a snapshot
+ * with room for one then held the device pool alone: the second job's
+ * joblog line named no licence, and the start message once said "nothing
+ * shared" when another runner's device pool had come in meanwhile. The
+ * first job waits (at most 20 s) until the test has declared the device
+ * pool.
+ */
+static void
+test_a_resource_declared_later_does_not_hide_the_runners_own(const char *exe) {
+  char jobs[300], joblog[300], mark[300], out[300];
+  snprintf(jobs, sizeof(jobs), "%s/late-jobs", dir);
+  snprintf(joblog, sizeof(joblog), "%s/late.joblog", dir);
+  snprintf(mark, sizeof(mark), "%s/late.mark", dir);
+  snprintf(out, sizeof(out), "%s/late.out", dir);
+  FILE *f = fopen(jobs, "w");
+  if (f == NULL)
+    die("cannot write a job file");
+  fprintf(f,
+          "licence=1 -- sh -c 'i=0; while [ ! -e %s ]; do i=$((i + 1)); "
+          "[ $i -gt 400 ] && exit 99; sleep 0.05; done'\n"
+          "licence=1 -- true\n",
+          mark);
+  fclose(f);
+  const char *args[] = {"--pool",
+                        srv.url,
+                        "--namespace",
+                        "late",
+                        "--new-namespace",
+                        "--resources",
+                        "licence=1",
+                        "-j",
+                        "1",
+                        "--joblog",
+                        joblog,
+                        "--summary",
+                        "none",
+                        "--no-progress",
+                        jobs,
+                        NULL};
+  pid_t pid = start_into(exe, args, out);
+  /* Once the runner holds the licence, another process declares a device
+   * pool in its namespace. */
+  cq_pool *p = NULL;
+  for (int tries = 0; tries < 400; tries++) {
+    char head[128] = "";
+    cqr_str(&srv, head, sizeof(head), "HGET", "cq:{late}:meta", "head", NULL);
+    if (head[0] == '\0') { /* the runner has not made the namespace yet */
+      usleep(50000);
+      continue;
+    }
+    cq_fleet_opts o = CQ_FLEET_OPTS_INIT;
+    o.host = "later";
+    cq_resource_stats st;
+    if (p == NULL && cq_fleet_open(&p, srv.url, "late", &o) != 0)
+      p = NULL;
+    if (p != NULL && cq_resource_stats_get(p, "licence", &st) == 0 &&
+        st.in_use == 1)
+      break;
+    usleep(50000);
+  }
+  if (p == NULL || cq_devices_add(p, "gpu", 1, NULL) != 0)
+    die("cannot declare a device pool beside the runner");
+  cq_pool_destroy(p);
+  FILE *m = fopen(mark, "w");
+  if (m == NULL)
+    die("cannot write the mark");
+  fclose(m);
+  if (wait_exit(pid) != 0) {
+    file_has(out, "");
+    printf("runner said: %s", file_text);
+    die("the runner with a late device pool beside it failed");
+  }
+  /* Both joblog lines end with the grant: licence=1. */
+  f = fopen(joblog, "r");
+  if (f == NULL)
+    die("no joblog");
+  char line[512];
+  int named = 0, lines = 0;
+  while (fgets(line, sizeof(line), f) != NULL) {
+    if (strncmp(line, "Seq", 3) == 0)
+      continue;
+    lines++;
+    named += strstr(line, "\tlicence=1\n") != NULL;
+    if (strstr(line, "\tlicence=1\n") == NULL)
+      printf("joblog line without its licence: %s", line);
+  }
+  fclose(f);
+  if (lines != 2 || named != 2)
+    die("a resource declared later hid the runner's own from its joblog");
+  printf("ok: a device pool declared later hides none of the runner's own\n");
+}
+
 struct ev {
   long long t;
   int start;
@@ -354,6 +456,7 @@ int main(int argc, char **argv) {
   test_the_runner_never_shows_a_password(argv[1], jobs_a);
   test_j_is_each_runners_own_on_a_fleet_pool(argv[1]);
   test_new_namespace_creates_it_without_a_quarantine(argv[1]);
+  test_a_resource_declared_later_does_not_hide_the_runners_own(argv[1]);
 
   FILE *f = fopen(log_path, "r");
   if (f == NULL)

@@ -139,6 +139,24 @@ int pool_open(struct runner *r, const struct options *o) {
   return 0;
 }
 
+size_t pool_snapshot(struct runner *r) {
+  /* Each try makes room for what the last one counted; a namespace that
+   * grows faster than that keeps its first resources. */
+  for (int tries = 0; tries < 4; tries++) {
+    size_t count = 0;
+    if (cq_pool_snapshot(r->pool, r->snapshot, r->snapshot_cap, &count) != 0)
+      return 0;
+    if (count <= r->snapshot_cap)
+      return count;
+    cq_resource_stats *more = realloc(r->snapshot, (count + 1) * sizeof(*more));
+    if (more == NULL)
+      break;
+    r->snapshot = more;
+    r->snapshot_cap = count;
+  }
+  return r->snapshot_cap;
+}
+
 void pool_say_limits(struct runner *r, const struct options *o) {
   if (o->pool_url == NULL)
     return;
@@ -155,11 +173,7 @@ void pool_say_limits(struct runner *r, const struct options *o) {
   /* What the namespace has now: the shared budgets and classes (with their
    * live capacities, which a declaration does not change), and the device
    * pools, each its host's ("gpu@host"). */
-  size_t count = 0;
-  if (cq_pool_snapshot(r->pool, r->snapshot, r->snapshot_cap, &count) != 0)
-    count = 0;
-  if (count > r->snapshot_cap)
-    count = r->snapshot_cap;
+  size_t count = pool_snapshot(r);
   const char *ns = o->pool_ns != NULL ? o->pool_ns : "cronoq-run";
   for (int devices = 0; devices <= 1; devices++) {
     bool first = true;

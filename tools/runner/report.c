@@ -42,13 +42,10 @@ static size_t terminal_width(void) {
   return 80;
 }
 
-/* Use of each resource, from one snapshot: "gpu 1.5/4", "db 2/10". */
-static void put_resources(struct strbuf *sb, struct runner *r) {
-  size_t count = 0;
-  if (cq_pool_snapshot(r->pool, r->snapshot, r->snapshot_cap, &count) != 0)
-    return;
-  if (count > r->snapshot_cap)
-    count = r->snapshot_cap; /* resources are only added at startup */
+/* Use of each resource, from one snapshot: "gpu 1.5/4", "db 2/10".
+ * Returns how many it wrote. */
+static size_t put_resources(struct strbuf *sb, struct runner *r) {
+  size_t count = pool_snapshot(r);
   for (size_t i = 0; i < count; i++) {
     const cq_resource_stats *st = &r->snapshot[i];
     sb_printf(sb, "%s %s ", i == 0 ? " |" : ",", st->name);
@@ -61,6 +58,7 @@ static void put_resources(struct strbuf *sb, struct runner *r) {
                 (long long)st->capacity);
     }
   }
+  return count;
 }
 
 /* "1:05" or "2:03:07". */
@@ -92,9 +90,9 @@ void progress_draw(struct runner *r) {
             r->waiting + r->requeuing);
   if (r->failed > 0)
     sb_printf(&sb, ", %zu failed", r->failed);
-  put_resources(&sb, r);
+  size_t shown = put_resources(&sb, r);
   if (r->local_jobs > 0) /* a fleet pool's -j, this runner's own */
-    sb_printf(&sb, "%s -j %lld/%lld", r->snapshot_cap > 0 ? "," : " |",
+    sb_printf(&sb, "%s -j %lld/%lld", shown > 0 ? "," : " |",
               (long long)r->local_used, (long long)r->local_jobs);
   char *line = sb_take(&sb);
   if (line == NULL)

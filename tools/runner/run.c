@@ -237,11 +237,9 @@ static void put_device_ids(struct strbuf *sb, struct runner *r,
 static char *grant_text(struct runner *r, const struct job *job) {
   const cq_grant *grant = &job->ureq.grant;
   struct strbuf sb = {0};
-  size_t count = 0;
-  if (cq_pool_snapshot(r->pool, r->snapshot, r->snapshot_cap, &count) != 0)
-    count = 0;
+  size_t count = pool_snapshot(r);
   bool first = true;
-  for (size_t i = 0; i < count && i < r->snapshot_cap; i++) {
+  for (size_t i = 0; i < count; i++) {
     const cq_resource_stats *st = &r->snapshot[i];
     int64_t held = cq_grant_held(grant, st->name);
     if (held <= 0)
@@ -473,10 +471,8 @@ static void reap_strays(struct runner *r) {
 static void retire_units(struct job *job) {
   struct runner *r = job->runner;
   const cq_grant *grant = &job->ureq.grant;
-  size_t count = 0;
-  if (cq_pool_snapshot(r->pool, r->snapshot, r->snapshot_cap, &count) != 0)
-    return;
-  for (size_t i = 0; i < count && i < r->snapshot_cap; i++) {
+  size_t count = pool_snapshot(r);
+  for (size_t i = 0; i < count; i++) {
     const cq_resource_stats *st = &r->snapshot[i];
     int64_t held = cq_grant_held(grant, st->name);
     if (held <= 0)

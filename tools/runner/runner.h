@@ -363,7 +363,7 @@ struct runner {
   bool halted;       /* --halt stopped the run */
   uint64_t start_ns; /* uv_hrtime() when the run began */
   uint64_t backfilled, late_heads; /* from the pool's stats, at the end */
-  cq_resource_stats *snapshot;     /* room for the progress line's snapshot */
+  cq_resource_stats *snapshot;     /* pool_snapshot()'s room */
   size_t snapshot_cap;
   /* --resume: the sequence numbers to skip (sorted), from the joblog. */
   size_t *resume_skip;
@@ -385,6 +385,12 @@ struct runner {
  * backfill on. The one place a pool is opened; see its comment. Returns 0,
  * or 2 after printing why. */
 int pool_open(struct runner *r, const struct options *o);
+/* pool.c: a snapshot of every resource, in r->snapshot; returns how many
+ * it holds (0 when it failed). The room grows when the pool has gained
+ * resources: on a fleet pool another process may declare some at any
+ * time, and one in the namespace's order before the runner's own would
+ * otherwise push them out. */
+size_t pool_snapshot(struct runner *r);
 /* pool.c: on a fleet pool, one line on stderr: which limits are this
  * runner's own and which the namespace's. */
 void pool_say_limits(struct runner *r, const struct options *o);
