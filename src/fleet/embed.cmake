@@ -1,10 +1,19 @@
-# Embed the fleet pool's Lua scripts in C: the prelude and each
-# operation's body as byte arrays (link.c joins them at run time), the
-# operations' names, and a version: the start of the SHA1 of all of it,
-# which names the library of Redis functions built from them.
-#   cmake -DOUT=file.c -DDIR=lua -DSCRIPTS=abort,acquire,... -P embed.cmake
-function(hex_array var file)
-  file(READ ${file} hex HEX)
+# Embed the fleet pool's Lua scripts in C: the prelude (the modules of
+# lua/lib/, joined in the order LIB gives) and each operation's body as
+# byte arrays (link.c joins them at run time), the operations' names, and
+# a version: the start of the SHA1 of all of it, which names the library
+# of Redis functions built from them.
+#   cmake -DOUT=file.c -DDIR=lua -DLIB=base,records,...
+#         -DSCRIPTS=abort,acquire,... -P embed.cmake
+
+# hex_array(var file...): the files' bytes, one after the other, as the
+# body of a C array ending in 0x00, in var; their length in var_len.
+function(hex_array var)
+  set(hex "")
+  foreach(file ${ARGN})
+    file(READ ${file} part HEX)
+    string(APPEND hex "${part}")
+  endforeach()
   string(LENGTH "${hex}" n)
   math(EXPR bytes "${n} / 2")
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
@@ -14,15 +23,22 @@ function(hex_array var file)
 endfunction()
 
 string(REPLACE "," ";" SCRIPTS "${SCRIPTS}")
+string(REPLACE "," ";" LIB "${LIB}")
+set(lib_files "")
+set(all "")
+foreach(module ${LIB})
+  list(APPEND lib_files ${DIR}/lib/${module}.lua)
+  file(READ ${DIR}/lib/${module}.lua text)
+  string(APPEND all "${text}")
+endforeach()
 set(c "/* Generated from src/fleet/lua/ by src/fleet/embed.cmake: do not edit. */\n")
 string(APPEND c "#include <stddef.h>\n\n")
-hex_array(prelude ${DIR}/prelude.lua)
+hex_array(prelude ${lib_files})
 string(APPEND c "const char fl_lua_prelude[] = {\n${prelude}};\n")
 string(APPEND c "const size_t fl_lua_prelude_len = ${prelude_len};\n\n")
 set(table "")
 set(lens "")
 set(names "")
-file(READ ${DIR}/prelude.lua all)
 foreach(name ${SCRIPTS})
   hex_array(body ${DIR}/${name}.lua)
   string(APPEND c "static const char body_${name}[] = {\n${body}};\n")

@@ -49,7 +49,7 @@
 #define FL_ERR_MAX 320
 
 /* The version of the namespace's layout on the server: the prelude's
- * SCHEMA (src/fleet/lua/prelude.lua), raised whenever a key or a record
+ * SCHEMA (src/fleet/lua/lib/base.lua), raised whenever a key or a record
  * changes shape. A pool does not open a namespace of another version. */
 #define FL_SCHEMA "2"
 
@@ -126,7 +126,7 @@ const char *fl_script_text(enum fl_script s, size_t *len);
 const char *fl_library_text(size_t *len);
 
 /* Reply statuses of the scripts, besides cronoq.h's negative codes (see
- * src/fleet/lua/prelude.lua). */
+ * src/fleet/lua/lib/base.lua). */
 enum {
   FL_R_OK = 0,
   FL_R_WAITING = 1,
