@@ -1,9 +1,9 @@
-# Embed the fleet pool's Lua scripts in C: the prelude (the modules of
-# lua/lib/, joined in the order LIB gives) and each operation's body as
+# Embed the fleet pool's Lua scripts in C: the prelude (the modules LIB
+# names, by path, joined in its order) and each operation's body as
 # byte arrays (link.c joins them at run time), the operations' names, and
 # a version: the start of the SHA1 of all of it, which names the library
 # of Redis functions built from them.
-#   cmake -DOUT=file.c -DDIR=lua -DLIB=base,records,...
+#   cmake -DOUT=file.c -DDIR=lua -DLIB=lua/lib/base.lua,.../consts.lua,...
 #         -DSCRIPTS=abort,acquire,... -P embed.cmake
 
 # hex_array(var file...): the files' bytes, one after the other, as the
@@ -27,8 +27,8 @@ string(REPLACE "," ";" LIB "${LIB}")
 set(lib_files "")
 set(all "")
 foreach(module ${LIB})
-  list(APPEND lib_files ${DIR}/lib/${module}.lua)
-  file(READ ${DIR}/lib/${module}.lua text)
+  list(APPEND lib_files ${module})
+  file(READ ${module} text)
   string(APPEND all "${text}")
 endforeach()
 set(c "/* Generated from src/fleet/lua/ by src/fleet/embed.cmake: do not edit. */\n")

@@ -48,9 +48,9 @@
  * (a grant's own is FL_MSG_MAX). */
 #define FL_ERR_MAX 320
 
-/* The version of the namespace's layout on the server: the prelude's
- * SCHEMA (src/fleet/lua/lib/base.lua), raised whenever a key or a record
- * changes shape. A pool does not open a namespace of another version. */
+/* The version of the namespace's layout on the server (the Lua's SCHEMA
+ * is written from it), raised whenever a key or a record changes
+ * shape. A pool does not open a namespace of another version. */
 #define FL_SCHEMA "2"
 
 /* ------------------------------------------------------------------------ */
@@ -125,16 +125,16 @@ const char *fl_script_text(enum fl_script s, size_t *len);
  * on every call. Built once; NULL when out of memory. */
 const char *fl_library_text(size_t *len);
 
-/* Reply statuses of the scripts, besides cronoq.h's negative codes (see
- * src/fleet/lua/lib/base.lua). */
+/* Reply statuses of the scripts, besides cronoq.h's negative codes. The
+ * Lua's are written from these (src/fleet/lua_consts.c). */
 enum {
   FL_R_OK = 0,
   FL_R_WAITING = 1,
   FL_R_OWED = 2,
   FL_R_NOSESSION = 3, /* the session expired, or the server never had it */
-  FL_R_NONS = 4,      /* the namespace is gone: the server lost its state */
+  FL_R_NONS = 4,      /* the namespace is gone (the server lost its state),
+                         or has another schema version */
   FL_R_UNKNOWN = 5,
-  FL_R_SCHEMA = 7,    /* the namespace has another schema version */
   FL_R_QUARANTINE = 8 /* the namespace grants nothing yet (value: ms left) */
 };
 

@@ -803,6 +803,48 @@ static void test_the_library_comes_back_after_function_flush(void **state) {
   assert_cq_ok(cq_pool_destroy(a));
 }
 
+/* The library's constants, as a server reads them, are the C headers':
+ * the prelude is run with a last line that returns each of them, and the
+ * text is compared with what the headers say. */
+static void test_the_librarys_constants_are_the_c_headers(void **state) {
+  (void)state;
+  fleet_server_up();
+  static const char names[] =
+      "EINVAL, ENOMEM, EBUSY, ETIMEDOUT, ECANCELED, ECLOSED, ENEVER, ENOENT, "
+      "EEXIST, EINUSE, ESTATE, EPOOL, ERANGE, ETOOMANY, ESYS, EPARSE, "
+      "EUNAVAILABLE, EACCES, OK, WAITING, OWED, NOSESSION, NONS, UNKNOWN, "
+      "QUARANTINE, SCHEMA, BUDGET, DEVICES, CLASS, LONE, MILLI, "
+      "HIST_SUB_BITS, HIST_SUB, HIST_TOP_EXP, HIST_BUCKETS";
+  char want[512];
+  int n = snprintf(want, sizeof(want),
+                   "%d %d %d %d %d %d %d %d %d %d %d %d "
+                   "%d %d %d %d %d %d",
+                   CQ_EINVAL, CQ_ENOMEM, CQ_EBUSY, CQ_ETIMEDOUT, CQ_ECANCELED,
+                   CQ_ECLOSED, CQ_ENEVER, CQ_ENOENT, CQ_EEXIST, CQ_EINUSE,
+                   CQ_ESTATE, CQ_EPOOL, CQ_ERANGE, CQ_ETOOMANY, CQ_ESYS,
+                   CQ_EPARSE, CQ_EUNAVAILABLE, CQ_EACCES);
+  n += snprintf(want + n, sizeof(want) - (size_t)n, " %d %d %d %d %d %d %d",
+                FL_R_OK, FL_R_WAITING, FL_R_OWED, FL_R_NOSESSION, FL_R_NONS,
+                FL_R_UNKNOWN, FL_R_QUARANTINE);
+  snprintf(want + n, sizeof(want) - (size_t)n, " %s %d %d %d %u %d %d %d %d %d",
+           FL_SCHEMA, CQ_KIND_BUDGET, CQ_KIND_DEVICES, CQ_KIND_CLASS,
+           (unsigned)CQ_BUDGET_LONE, CQ_DEVICE_MILLI, 3, 8, 44,
+           8 + (44 - 3 + 1) * 8);
+  /* The prelude without its "#!lua" line, then the question. */
+  const char *text = strchr(fl_lua_prelude, '\n');
+  assert_non_null(text);
+  size_t len = fl_lua_prelude_len - (size_t)(text - fl_lua_prelude);
+  char *script = malloc(len + sizeof(names) + 64);
+  assert_non_null(script);
+  int at = snprintf(script, len + 1, "%s", text);
+  snprintf(script + at, sizeof(names) + 64, "\nreturn table.concat({%s}, ' ')",
+           names);
+  char got[512];
+  cqr_str(&fleet_server, got, sizeof(got), "EVAL", script, "0", NULL);
+  free(script);
+  assert_string_equal(got, want);
+}
+
 static void test_a_user_that_may_not_load_functions_runs_scripts(void **state) {
   (void)state;
   fleet_server_up();
@@ -863,6 +905,7 @@ int main(void) {
       cmocka_unit_test(
           test_a_part_release_of_a_lease_the_server_lost_leaves_the_grant_idle),
       cmocka_unit_test(test_a_user_that_may_not_load_functions_runs_scripts),
+      cmocka_unit_test(test_the_librarys_constants_are_the_c_headers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,20 +20,24 @@ if s then return s end
 -- order, and `zeros` counts the grants that did not wait.
 
 -- The smallest value of bucket i (hist_low).
+-- twin: src/util/hist.c hist_low()
 local function hist_low(i)
-  if i < 8 then return i end
-  local shift, sub = math.floor((i - 8) / 8), (i - 8) % 8
-  return (8 + sub) * 2 ^ shift
+  if i < HIST_SUB then return i end
+  local shift = math.floor((i - HIST_SUB) / HIST_SUB)
+  local sub = (i - HIST_SUB) % HIST_SUB
+  return (HIST_SUB + sub) * 2 ^ shift
 end
 
 -- The middle of bucket i: what the bucket reports (hist_value).
+-- twin: src/util/hist.c hist_value()
 local function hist_value(i)
-  if i < 8 then return i end
-  return hist_low(i) + math.floor(2 ^ math.floor((i - 8) / 8) / 2)
+  if i < HIST_SUB then return i end
+  return hist_low(i) + math.floor(2 ^ math.floor((i - HIST_SUB) / HIST_SUB) / 2)
 end
 
 -- How many waits are below `bound`, plus `zeros` (cq__hist_below): exact,
 -- since the bounds asked for are powers of two, where buckets start.
+-- twin: src/util/hist.c cq__hist_below()
 local function hist_below(b, keys, zeros, bound)
   local n = 0
   if bound > 0 then n = zeros end
@@ -47,6 +51,7 @@ end
 -- The q-quantile of the histogram plus `zeros` more zeros
 -- (cq__hist_quantile); `count` is how many waits it holds, `mx` the
 -- longest.
+-- twin: src/util/hist.c cq__hist_quantile()
 local function quantile(b, keys, count, mx, zeros, q)
   local total = count + zeros
   if total == 0 then return 0 end

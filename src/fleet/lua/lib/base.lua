@@ -1,12 +1,15 @@
 #!lua
 -- The fleet pool's policy, shared by every operation's script: each
--- script is this prelude followed by the operation's own body (the
--- build joins them). It is the specification (docs/POLICY.md) ("The waiting
--- policy: FIFO with reservation", "Device pools") carried out on state
--- kept in Redis, so that every process that opens a namespace obeys the
--- same rule as one in-process pool. The in-process implementation is
--- src/queue.c and src/device.c; this file follows their structure, and a
--- differential test (tests/fleet/) holds the two to the same outcomes.
+-- script is this library (the modules of src/fleet/lua/lib/, this one
+-- first, joined by the build) followed by the operation's own body. It is
+-- the specification (docs/POLICY.md) ("The waiting policy: FIFO with
+-- reservation", "Device pools") carried out on state kept in Redis, so
+-- that every process that opens a namespace obeys the same rule as one
+-- in-process pool. The in-process implementation is src/queue.c, with
+-- placement in src/place.c; a Lua function that carries out one of their
+-- functions names it ("-- twin: src/queue.c examine()", see
+-- src/fleet/lua/README.md), and a differential test (tests/fleet/) holds
+-- the two to the same outcomes.
 --
 -- Keys. KEYS[1] is the namespace's prefix, "cq:{<namespace>}:"; every key
 -- of the namespace starts with it (one hash tag, so that a Redis Cluster
@@ -41,18 +44,10 @@ local P, SID, SECRET, STEPS, RETRY, HOST, ARGS
 local ARG0 = 5 -- the operation's own arguments start after this
 
 local call -- redis.call, which a library may take only once it runs
-local BUDGET, DEVICES, CLASS = 1, 2, 3
-local MILLI = 1000
 local INF = 1 / 0 -- math.huge: a library may not use globals as it loads
-local LONE = 1
-
--- Reply statuses besides the negative error codes of cronoq.h.
-local OK, WAITING, OWED, NOSESSION, NONS, UNKNOWN, GRANTED = 0, 1, 2, 3, 4,
-  5, 6
-local QUARANTINE = 8 -- the namespace grants nothing yet (value: ms left)
-local EINVAL, EBUSY, ETIMEDOUT, ECANCELED, ECLOSED, ENEVER, ENOENT, EEXIST,
-  EINUSE, ESTATE, ERANGE, EACCES = -1, -3, -4, -5, -6, -7, -8, -9, -10, -11,
-  -13, -18
+-- The error codes, reply statuses, kinds, SCHEMA, MILLI and the
+-- histogram's layout are generated from the C headers (consts.lua, joined
+-- right after this module: see src/fleet/lua_consts.c).
 
 local steps
 local function rc(...)
@@ -98,7 +93,6 @@ local function now_ms()
   return NOW
 end
 
-local SCHEMA = '2'
 -- The namespace's head, as fields (see begin()): shared by the calls that
 -- read the same head, so read, never written.
 local META, STAGED, AUDIT

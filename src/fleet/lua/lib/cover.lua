@@ -7,6 +7,7 @@ local WAIT, WLIST = {}, {}
 -- --------------------------------------------------------------------------
 
 -- The claimant of r: the oldest waiter with a claim on it, or nil.
+-- twin: src/queue.c claimant_item()
 local function claimant(r)
   local chain = claim_chain(r, 1)
   return chain[1]
@@ -14,6 +15,7 @@ end
 
 -- Units of budget or class r offered to a request of arrival `seq`:
 -- everything free, less what the claimant withholds when it is older.
+-- twin: src/queue.c budget_offer()
 local function offer(r, seq)
   local f = bfree(r)
   local c = claimant(r)
@@ -21,6 +23,7 @@ local function offer(r, seq)
   return f
 end
 
+-- twin: src/queue.c covered_at()
 local function covered(seq, it)
   -- A quarantined namespace grants nothing: every arrival waits.
   if META[5] ~= '0' then return false end
@@ -39,6 +42,7 @@ end
 -- name -> the arrival after which its blocked waiters must be walked.
 local DIRTY, NDIRTY = {}, 0
 
+-- twin: src/queue.c mark_dirty()
 local function mark(r, after)
   if r.nb == 0 then return end
   local cur = DIRTY[r.name]

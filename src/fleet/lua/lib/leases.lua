@@ -37,6 +37,7 @@ end
 -- Take what a covered request of arrival `seq` asks. Returns per item
 -- {held, devices, lone}, and with the audit log on, what the log says of
 -- each item's decision (see audit()).
+-- twin: src/queue.c take_units()
 local function take(items, seq)
   local held, why = {}, {}
   for i, it in ipairs(items) do
@@ -85,6 +86,7 @@ end
 -- per item "held" or "held:d,d". A lease item's mode is the request's, or
 -- 'l' for a lone grant of a budget. `why` is take()'s account of the
 -- decision, for the audit log.
+-- twin: src/queue.c hold_units()
 local function hold(sid, id, items, held, limit, why)
   local fence = fmt(call('HINCRBY', P .. 'meta', 'fence', '1'))
   local rec, got = {}, {}
@@ -142,6 +144,7 @@ end
 
 -- Give back `amount` of lease item `it` (on devices: the devices listed,
 -- or only device `one`), and mark the resource for the sweep.
+-- twin: src/queue.c give_back()
 local function give_back(it, amount, one)
   local r = res(it.name)
   if r == nil or r.uid ~= it.uid then return end
@@ -165,6 +168,7 @@ local function give_back(it, amount, one)
 end
 
 -- A whole lease comes back: its units, its lone bits, its holders.
+-- twin: src/queue.c cq__policy_release()
 local function release_lease(l)
   for _, it in ipairs(l.items) do
     give_back(it, it.held)

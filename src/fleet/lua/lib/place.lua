@@ -21,6 +21,7 @@ local function dev_free(d, i) return MILLI - d.u[i] end
 
 -- Change device i's use by delta thousandths, keeping its peak and the
 -- pool's totals.
+-- twin: src/place.c dev_use()
 local function dev_use(r, d, i, delta)
   d.u[i] = d.u[i] + delta
   if d.u[i] > d.p[i] then d.p[i] = d.u[i] end
@@ -80,6 +81,7 @@ end
 -- devices with the most free capacity for n whole devices. Since the
 -- order of the devices does not change during one question, that is a
 -- prefix of dev_sorted().
+-- twin: src/queue.c reserved_for()
 local function dev_reserved_count(r, d, seq)
   local s = dev_sorted(r, d)
   local chain = claim_chain(r, #s)
@@ -92,6 +94,7 @@ local function dev_reserved_count(r, d, seq)
 end
 
 -- The devices reserved for claimants older than `seq`, as a set.
+-- twin: src/place.c cq__dev_reserve()
 local function dev_excluded(r, d, seq)
   local k, s = dev_reserved_count(r, d, seq)
   local ex = {}
@@ -102,6 +105,7 @@ end
 -- Where an item would go on the devices not in `ex`: a fraction best fit
 -- (the least free capacity that fits, ties to the lowest index), n whole
 -- devices the lowest-index entirely free ones. nil when it does not fit.
+-- twin: src/place.c cq__dev_fits()
 local function dev_place(r, d, m, a, ex)
   if m == 'f' then
     local best, bf

@@ -62,6 +62,7 @@ local function waiting()
 
   -- Record that waiter w claims item i. A new claimant may withhold less
   -- than the one before, so the waiters blocked there are walked again.
+  -- twin: src/queue.c claim()
   local function claim(w, i)
     if w.claims[i] then return end
     local it = w.items[i]
@@ -79,6 +80,7 @@ local function waiting()
   -- Drop every claim of w. Where it was the claimant what it withheld is
   -- open again; on a device pool every claimant's going moves the
   -- reservations of the younger ones.
+  -- twin: src/queue.c drop_claims()
   local function drop_claims(w)
     for i = 1, #w.items do
       if w.claims[i] then
@@ -97,6 +99,7 @@ local function waiting()
     end
   end
 
+  -- twin: src/queue.c block_on()
   local function block_on(w, i)
     local r = res(w.items[i].name)
     rc('ZADD', P .. 'b:' .. r.name, w.seq, member(w.wid, w.items[i]))
@@ -106,6 +109,7 @@ local function waiting()
     wtouch(w)
   end
 
+  -- twin: src/queue.c unblock()
   local function unblock(w)
     local r = res(w.items[w.blocker].name)
     rc('ZREM', P .. 'b:' .. r.name, member(w.wid, w.items[w.blocker]))
@@ -140,6 +144,7 @@ local function waiting()
 
   -- Claim what w lacks (only the first lack with staged claims); the index
   -- of the first item it lacks, or nil when it is covered everywhere.
+  -- twin: src/queue.c claim_lacks()
   local function claim_lacks(w)
     local first
     for i = 1, #w.items do
@@ -156,6 +161,7 @@ local function waiting()
   end
 
   -- Take w out of every waiting structure, claims included.
+  -- twin: src/queue.c dequeue()
   local function dequeue(w)
     drop_claims(w)
     unblock(w)
@@ -171,10 +177,11 @@ local function waiting()
     WAIT[w.wid] = false
   end
 
-  -- The waiting-time histogram: exact below 8 ms, then eight buckets per
-  -- power of two (as the in-process pool keeps it).
+  -- The waiting-time histogram: exact below HIST_SUB ms, then HIST_SUB
+  -- buckets per power of two (as the in-process pool keeps it).
+  -- twin: src/util/hist.c hist_index()
   local function hist_index(v)
-    if v < 8 then
+    if v < HIST_SUB then
       if v < 0 then return 0 end
       return v
     end
@@ -184,10 +191,12 @@ local function waiting()
       x = x / 2
       e = e + 1
     end
-    if e > 44 then return 8 + 8 * 42 - 1 end
-    return 8 + (e - 3) * 8 + math.floor(v / 2 ^ (e - 3)) % 8
+    if e > HIST_TOP_EXP then return HIST_BUCKETS - 1 end
+    local shift = e - HIST_SUB_BITS
+    return HIST_SUB + shift * HIST_SUB + math.floor(v / 2 ^ shift) % HIST_SUB
   end
 
+  -- twin: src/util/hist.c cq__hist_add()
   local function wait_add(r, v)
     if v < 0 then v = 0 end
     bump(r, 'wn', 1)
@@ -202,6 +211,7 @@ local function waiting()
     WMAX[r.name] = m
   end
 
+  -- twin: src/queue.c grant_waiter()
   local function grant_waiter(w)
     local held, why = take(w.items, w.seq)
     dequeue(w)
@@ -213,6 +223,7 @@ local function waiting()
 
   -- A waiter leaves with `status` (not 0): timed out, cancelled, closed or
   -- never satisfiable.
+  -- twin: src/queue.c leave()
   local function leave(w, status, msg)
     for _, it in ipairs(w.items) do
       if status == ETIMEDOUT then
@@ -225,6 +236,7 @@ local function waiting()
     outcome(w.sid, 'x ' .. w.wid .. ' ' .. fmt(status) .. ' ' .. (msg or ''))
   end
 
+  -- twin: src/queue.c examine()
   local function examine(w)
     local first = claim_lacks(w)
     if first == nil then
@@ -237,6 +249,7 @@ local function waiting()
 
   -- Queue a new arrival that did not fit: it claims what it lacks and
   -- blocks on the first.
+  -- twin: src/queue.c start_waiting()
   local function enqueue(id, items, limit)
     local seq = call('HINCRBY', P .. 'meta', 'seq', 1)
     local w = {wid = id, seq = seq, sid = SID, t = now_ms(), claims = {},
@@ -265,6 +278,7 @@ local function waiting()
   -- The oldest waiter blocked on dirty r, after its walk position, that r
   -- covers now. Waiters passed over are not covered, and stay so for the
   -- rest of the sweep unless r is marked again.
+  -- twin: src/queue.c next_candidate()
   local function next_candidate(name)
     local r = res(name)
     if r == nil or r.nb == 0 then return nil end
@@ -316,6 +330,7 @@ local function waiting()
   -- script has done its share (then the rest is owed: see finish()). Each
   -- call examines at least one waiter or walks at least one chunk, so that
   -- scripts that each do a little always finish the work between them.
+  -- twin: src/queue.c sweep()
   local function sweep_all()
     local examined = false
     while NDIRTY > 0 do
@@ -349,6 +364,7 @@ local function waiting()
 
   -- Every waiter naming r that can never fit now (a capacity shrank, a
   -- device went offline) leaves with CQ_ENEVER, oldest first.
+  -- twin: src/queue.c fail_unsatisfiable()
   local function fail_unsatisfiable(r)
     local lo
     if r.k == DEVICES then

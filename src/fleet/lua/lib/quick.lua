@@ -63,6 +63,7 @@ end
 
 -- A try, or an acquire that fits, of the items at ARGS[at] (see
 -- parse_items()) for lease `id` of a live session: its reply, or nil.
+-- twin: src/budget.c cq__budget_fast_take()
 local function quick_try(id, limit, at)
   if not quick_open() then return nil end
   local n = num(ARGS[at])
@@ -102,6 +103,7 @@ local function quick_try(id, limit, at)
 end
 
 -- The release of lease `id`, whose record is `rec`: its reply, or nil.
+-- twin: src/budget.c cq__budget_fast_give()
 local function quick_release(id, rec)
   if not quick_open() then return nil end
   local names, helds, recs, n = QNAMES, QAMOUNTS, QRECS, 0

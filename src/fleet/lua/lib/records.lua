@@ -65,6 +65,7 @@ end
 
 -- Whether a request for `a` units of r is a lone request: larger than the
 -- capacity, on a budget with the lone-request allowance.
+-- twin: src/queue.c item_lone()
 local function is_lone(r, a)
   return r.k == BUDGET and r.fl % 2 == LONE and a > r.cap
 end
@@ -72,6 +73,7 @@ end
 -- What an item of mode m and amount a takes of r: a class item one
 -- worker; a lone request the whole capacity, and at least one unit, so
 -- that on a lone budget of capacity 0 it waits instead of holding nothing.
+-- twin: src/grant.h cq__item_need()
 local function need_of(r, m, a)
   if is_lone(r, a) then return max(r.cap, 1) end
   return a

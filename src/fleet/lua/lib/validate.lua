@@ -13,6 +13,7 @@ local function milli_text(v)
   return fmt(whole) .. '.' .. string.format('%0' .. digits .. 'd', frac)
 end
 
+-- twin: src/request.c cq__item_text()
 local function item_text(it)
   if it.m == 'f' then return it.name .. ':' .. milli_text(it.a) end
   return it.name .. ':' .. fmt(it.a)
@@ -20,6 +21,7 @@ end
 
 -- 0, or an error code and its message, for one item as the namespace is
 -- now.
+-- twin: src/validate.c cq__validate_item()
 local function validate_item(it)
   local r = res(it.name)
   if r == nil or r.uid ~= it.uid then
@@ -47,6 +49,7 @@ local function validate_item(it)
   return 0
 end
 
+-- twin: src/validate.c cq__validate()
 local function validate(items)
   for _, it in ipairs(items) do
     local code, msg = validate_item(it)
