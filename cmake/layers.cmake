@@ -4,6 +4,7 @@
 #   src/util/   leaves: their own headers and the public ones
 #   src/text/   specs, detection, metrics: util, their own, the public ones
 #   src/uv/     the libuv adapter: its own headers and the public ones
+#   src/fleet/  the fleet pool: its own headers and the public ones
 #   src/        the core: anything of the core
 #
 # and within the core, the policy's rule: backfill.h (the policy's clock) is
@@ -13,18 +14,26 @@
 # Usage: cmake -DSOURCE_DIR=<top> -P layers.cmake, or include() it and call
 # cronoq_check_layers(<top>).
 
+# A header named without a directory is the including file's own: it must
+# be beside it.
+function(_cq_file_includes file allowed what)
+  get_filename_component(_dir ${file} DIRECTORY)
+  file(STRINGS ${file} _lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  foreach(_line IN LISTS _lines)
+    if(_line MATCHES "\"([^\"]*)\"")
+      set(_header "${CMAKE_MATCH_1}")
+      if(NOT _header MATCHES "${allowed}" OR
+         (NOT _header MATCHES "/" AND NOT EXISTS ${_dir}/${_header}))
+        message(FATAL_ERROR "${file}: ${what} may not include \"${_header}\"")
+      endif()
+    endif()
+  endforeach()
+endfunction()
+
 function(_cq_layer_includes dir allowed what)
   file(GLOB _files ${dir}/*.c ${dir}/*.h)
   foreach(_file IN LISTS _files)
-    file(STRINGS ${_file} _lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
-    foreach(_line IN LISTS _lines)
-      if(_line MATCHES "\"([^\"]*)\"")
-        set(_header "${CMAKE_MATCH_1}")
-        if(NOT _header MATCHES "${allowed}")
-          message(FATAL_ERROR "${_file}: ${what} may not include \"${_header}\"")
-        endif()
-      endif()
-    endforeach()
+    _cq_file_includes(${_file} "${allowed}" "${what}")
   endforeach()
 endfunction()
 
@@ -49,6 +58,17 @@ function(cronoq_check_layers top)
   if(EXISTS ${src}/uv)
     _cq_layer_includes(${src}/uv "^[^/]+$" "the libuv adapter")
   endif()
+  # The fleet pool: the public headers and its own. Its constants' writer
+  # reads util/hist.h too, to state the histogram's layout once.
+  file(GLOB _fleet ${src}/fleet/*.c ${src}/fleet/*.h)
+  foreach(_file IN LISTS _fleet)
+    if(_file MATCHES "/lua_consts\\.c$")
+      _cq_file_includes(${_file} "^(cronoq/|util/hist\\.h$|[^/]+$)"
+        "the fleet's constants' writer")
+    else()
+      _cq_file_includes(${_file} "^(cronoq/|[^/]+$)" "the fleet pool")
+    endif()
+  endforeach()
 
   # backfill.h: the policy's own.
   file(GLOB _core ${src}/*.c ${src}/*.h)
@@ -67,8 +87,8 @@ function(cronoq_check_layers top)
   _cq_defined(${src}/queue.c _q)
   _cq_defined(${src}/backfill.c _b)
   file(READ ${src}/policy.h _policy)
-  foreach(_file grant.c budget.c device.c pool.c resource.c host.c stats.c
-                request.c backend.c)
+  foreach(_file grant.c budget.c declare.c device.c pool.c resource.c host.c
+                stats.c request.c backend.c)
     if(NOT EXISTS ${src}/${_file})
       continue()
     endif()

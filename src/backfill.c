@@ -62,8 +62,9 @@ static int lim_cmp(const cq__rbnode *a, const cq__rbnode *b) {
 
 /* Whether the projection of the head's state is current. */
 static bool proj_valid(const cq_pool *p) {
-  return (p->flags & CQ_POOL_BACKFILL) && !p->bf.dirty && p->bf.S != CQ_NEVER &&
-         p->q.head != NULL && p->q.head->seq == p->bf.head_seq;
+  return (p->flags & CQ_POOL_BACKFILL) && !p->bf.dirty &&
+         p->bf.shadow != CQ_NEVER && p->q.head != NULL &&
+         p->q.head->seq == p->bf.head_seq;
 }
 
 /* Add `sign` times what held grant g holds on the head's resources. */
@@ -159,19 +160,19 @@ static const struct cq__grant *refresh(cq_pool *p, int64_t now) {
     return NULL;
   if (h->seq != p->bf.head_seq) {
     p->bf.head_seq = h->seq;
-    p->bf.S = CQ_NEVER;
+    p->bf.shadow = CQ_NEVER;
     p->bf.dirty = true;
   }
   if (!p->bf.dirty)
     return h;
   proj_start(p, h);
   int64_t s = head_fits(h) ? now : proj_walk(p, h, now, CQ_NEVER, true);
-  if (s > p->bf.S) {
+  if (s > p->bf.shadow) {
     /* Sticky: keep the earlier S, and project to it instead. */
     proj_start(p, h);
-    proj_walk(p, h, now, p->bf.S, false);
+    proj_walk(p, h, now, p->bf.shadow, false);
   }
-  p->bf.S = s < p->bf.S ? s : p->bf.S;
+  p->bf.shadow = s < p->bf.shadow ? s : p->bf.shadow;
   p->bf.epoch = p->bf.next_gseq;
   p->bf.dirty = false;
   p->bf.kick = true;
@@ -196,7 +197,7 @@ void cq__limit_granted(cq_pool *p, struct cq__grant *g, int64_t now) {
     cq__timer_kick(&p->timer, g->limit_end);
   }
   /* Holding past S (or for ever), it takes from what the head will have. */
-  if (proj_valid(p) && (!g->limited || g->limit_end > p->bf.S))
+  if (proj_valid(p) && (!g->limited || g->limit_end > p->bf.shadow))
     proj_apply(p, g, -1);
 }
 
@@ -210,14 +211,14 @@ void cq__limit_released(cq_pool *p, struct cq__grant *g) {
     return;
   if (g->gseq < p->bf.epoch)
     p->bf.dirty = true; /* counted in the projection: S may come earlier */
-  else if (!counted || g->limit_end > p->bf.S)
+  else if (!counted || g->limit_end > p->bf.shadow)
     proj_apply(p, g, +1); /* taken off at its grant: give it back */
 }
 
 void cq__bf_init(struct cq__bf *bf) {
   memset(bf, 0, sizeof(*bf));
   bf->next_gseq = 1;
-  bf->S = CQ_NEVER;
+  bf->shadow = CQ_NEVER;
 }
 
 void cq__bf_invalidate(cq_pool *p) { p->bf.dirty = true; }
@@ -256,7 +257,7 @@ const struct cq__grant *cq__bf_head(cq_pool *p, int64_t now) {
   if (!(p->flags & CQ_POOL_BACKFILL))
     return NULL;
   const struct cq__grant *h = refresh(p, now);
-  if (h == NULL || p->bf.S == CQ_NEVER || now >= p->bf.S)
+  if (h == NULL || p->bf.shadow == CQ_NEVER || now >= p->bf.shadow)
     return NULL;
   return h;
 }
@@ -274,7 +275,7 @@ bool cq__bf_allows(cq_pool *p, struct cq__grant *g, int64_t now) {
   int64_t limit = g->req->limit_ms;
   if (limit <= 0)
     return false;
-  if (now <= p->bf.S - limit)
+  if (now <= p->bf.shadow - limit)
     return true; /* it ends by S */
   /* Does H still fit at S with g running, placed where it would go? */
   int32_t placed[CQ_REQ_MAX_ITEMS];
@@ -288,7 +289,8 @@ bool cq__bf_allows(cq_pool *p, struct cq__grant *g, int64_t now) {
       r->bf_free -= need + (lone_item(g, i) ? -LONE_BLOCK : 0);
       continue;
     }
-    placed[i] = cq__dev_peek(r, g->it[i].mode, need, cq__excl_for(r, g, h));
+    placed[i] =
+        cq__dev_peek(r, g->it[i].mode, need, cq__reserved_devices_for(r, g, h));
     if (placed[i] < 0)
       continue; /* cannot happen: the caller found it covered */
     if (g->it[i].mode == CQ__MODE_FRACTION)
@@ -323,7 +325,7 @@ bool cq__bf_allows(cq_pool *p, struct cq__grant *g, int64_t now) {
 void cq__bf_head_granted(cq_pool *p, const struct cq__grant *g, int64_t now) {
   if (g->seq != p->bf.head_seq)
     return;
-  if (p->bf.S != CQ_NEVER && now > p->bf.S)
+  if (p->bf.shadow != CQ_NEVER && now > p->bf.shadow)
     p->bf.late_heads++;
   p->bf.head_seq = 0;
 }

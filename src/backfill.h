@@ -43,7 +43,7 @@ struct cq__res;
  * by claimers older than g; when backfilling (`ignore` is the head), only
  * by r's claimant, and by nobody when that is the head; 0 when no device
  * is reserved (place.h). */
-uint64_t cq__excl_for(struct cq__res *r, const struct cq__grant *g,
-                      const struct cq__grant *ignore);
+uint64_t cq__reserved_devices_for(struct cq__res *r, const struct cq__grant *g,
+                                  const struct cq__grant *ignore);
 
 #endif /* CRONOQ_BACKFILL_H */

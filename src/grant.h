@@ -68,8 +68,8 @@ struct cq__grant {
   /* Waiting: what it asks of its blocker, and the least of that over its
    * bnode's subtree (queue.c): [0] units of a budget or a fraction's
    * thousandths, [1] whole devices; INT64_MAX where it asks none. */
-  int64_t bkey[2];
-  int64_t bmin[2];
+  int64_t blocked_need[2];
+  int64_t blocked_need_min[2];
   struct cq__grant *qprev; /* waiting: the pool's queue, by arrival; held
                               and counted: the policy's list of holders */
   struct cq__grant *qnext;

@@ -55,13 +55,14 @@ struct cq__bf {
   uint64_t overdue;    /* grants that outlived their limit */
   uint64_t backfilled; /* grants made by backfill */
   uint64_t late_heads; /* heads granted after their shadow time */
-  uint64_t head_seq;   /* the head waiter S is for; 0: none yet */
-  int64_t S;           /* its sticky shadow time; CQ_NEVER: unknown */
-  bool dirty;          /* S and the projection need computing */
-  uint64_t epoch;      /* next_gseq when they were computed */
-  uint64_t stamp;      /* marks the head's resources (cq__res.bf_mark) */
-  bool kick;           /* waiters may have become backfillable */
-  size_t candidates;   /* waiters with a hold limit */
+  uint64_t head_seq;   /* the head waiter `shadow` is for; 0: none yet */
+  int64_t
+      shadow; /* its sticky shadow time (S in backfill.c); CQ_NEVER: unknown */
+  bool dirty; /* shadow and the projection need computing */
+  uint64_t epoch;    /* next_gseq when they were computed */
+  uint64_t stamp;    /* marks the head's resources (cq__res.bf_mark) */
+  bool kick;         /* waiters may have become backfillable */
+  size_t candidates; /* waiters with a hold limit */
 };
 
 /* ------------------------------------------------------------------------ */

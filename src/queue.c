@@ -123,18 +123,18 @@ static int blocked_cmp(const cq__rbnode *a, const cq__rbnode *b) {
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* A blocked tree is augmented: each waiter carries the least that any
- * waiter in its subtree asks of the resource (bkey, bmin in grant.h), so
- * that "which is the oldest waiter that fits?" is a descent. */
+ * waiter in its subtree asks of the resource (blocked_need, blocked_need_min in
+ * grant.h), so that "which is the oldest waiter that fits?" is a descent. */
 static bool blocked_aug(cq__rbnode *n) {
   struct cq__grant *g = bnode_grant(n);
   bool changed = false;
   for (int k = 0; k < 2; k++) {
-    int64_t m = g->bkey[k];
+    int64_t m = g->blocked_need[k];
     for (int d = 0; d < 2; d++)
       if (n->child[d] != NULL)
-        m = min64(m, bnode_grant(n->child[d])->bmin[k]);
-    changed |= g->bmin[k] != m;
-    g->bmin[k] = m;
+        m = min64(m, bnode_grant(n->child[d])->blocked_need_min[k]);
+    changed |= g->blocked_need_min[k] != m;
+    g->blocked_need_min[k] = m;
   }
   return changed;
 }
@@ -146,8 +146,8 @@ static void block_on(struct cq__grant *g, unsigned i) {
   int64_t amount = g->req->items[i].amount;
   bool whole = it->res->kind == CQ__RES_DEVICES && it->mode == CQ__MODE_WHOLE;
   g->blocker = (uint8_t)i;
-  g->bkey[0] = whole ? INT64_MAX : amount;
-  g->bkey[1] = whole ? amount : INT64_MAX;
+  g->blocked_need[0] = whole ? INT64_MAX : amount;
+  g->blocked_need[1] = whole ? amount : INT64_MAX;
   cq__rb_insert_aug(&it->res->blocked, &g->bnode, blocked_cmp, blocked_aug);
 }
 
@@ -236,8 +236,8 @@ static int64_t reserved_for(const struct cq__res *r, uint64_t seq,
                         : reserved_before(r, seq);
 }
 
-uint64_t cq__excl_for(struct cq__res *r, const struct cq__grant *g,
-                      const struct cq__grant *ignore) {
+uint64_t cq__reserved_devices_for(struct cq__res *r, const struct cq__grant *g,
+                                  const struct cq__grant *ignore) {
   return cq__dev_reserve(r, reserved_for(r, g->seq, ignore));
 }
 
@@ -970,7 +970,7 @@ static struct cq__grant *next_device_candidate(struct cq__res *r) {
   /* Nobody fits when no device has room for the smallest fraction asked
    * and too few are free for the fewest whole devices asked. */
   const struct cq__grant *top = bnode_grant(r->blocked.root);
-  if (!cq__dev_may_fit(r, top->bmin[0], top->bmin[1]))
+  if (!cq__dev_may_fit(r, top->blocked_need_min[0], top->blocked_need_min[1]))
     return NULL;
   int64_t count = 0;
   for (cq__rbnode *n = cq__rb_first(&r->claims);
@@ -997,13 +997,14 @@ static struct cq__grant *next_device_candidate(struct cq__res *r) {
 static struct cq__grant *oldest_within(const struct cq__res *r, cq__rbnode *n,
                                        uint64_t from, int64_t offer) {
   int64_t cap = cq__res_capacity(r);
-  while (n != NULL && cq__need_at(r, bnode_grant(n)->bmin[0], cap) <= offer) {
+  while (n != NULL &&
+         cq__need_at(r, bnode_grant(n)->blocked_need_min[0], cap) <= offer) {
     struct cq__grant *g = bnode_grant(n);
     if (g->seq >= from) {
       struct cq__grant *w = oldest_within(r, n->child[0], from, offer);
       if (w != NULL)
         return w;
-      if (cq__need_at(r, g->bkey[0], cap) <= offer)
+      if (cq__need_at(r, g->blocked_need[0], cap) <= offer)
         return g;
     }
     n = n->child[1];
@@ -1259,15 +1260,15 @@ static bool check_blocked_summaries(const struct cq__res *r) {
     bool whole = r->kind == CQ__RES_DEVICES && it->mode == CQ__MODE_WHOLE;
     int64_t amount = g->req->items[g->blocker].amount;
     if (it->res != r || !(it->flags & CQ__IT_CLAIMED) ||
-        g->bkey[0] != (whole ? INT64_MAX : amount) ||
-        g->bkey[1] != (whole ? amount : INT64_MAX))
+        g->blocked_need[0] != (whole ? INT64_MAX : amount) ||
+        g->blocked_need[1] != (whole ? amount : INT64_MAX))
       return false;
     for (int k = 0; k < 2; k++) {
-      int64_t m = g->bkey[k];
+      int64_t m = g->blocked_need[k];
       for (int d = 0; d < 2; d++)
         if (n->child[d] != NULL)
-          m = min64(m, bnode_grant(n->child[d])->bmin[k]);
-      if (g->bmin[k] != m)
+          m = min64(m, bnode_grant(n->child[d])->blocked_need_min[k]);
+      if (g->blocked_need_min[k] != m)
         return false;
     }
   }

@@ -5,9 +5,10 @@
  *
  * Assertions come in tiers (the habit of allocators such as mimalloc):
  * CQ__ASSERT guards an invariant whose check costs nothing and is always
- * on; CQ__CHECK is for checks that cost a walk, compiled in only when the
- * build's debug level (CQ_DEBUG, set by the CMake option CRONOQ_DEBUG) is at
- * least 2. Neither is ever used for bad input, which gets an error code.
+ * on; the checks that cost a walk (the policy's invariant checker,
+ * policy.h) are compiled in only when the build's debug level (CQ_DEBUG,
+ * set by the CMake option CRONOQ_DEBUG) is at least 2. Neither is ever used
+ * for bad input, which gets an error code.
  */
 #ifndef CRONOQ_UTIL_BASE_H
 #define CRONOQ_UTIL_BASE_H
@@ -37,12 +38,6 @@ _Static_assert(sizeof(void *) == 8, "libcronoq builds for 64-bit targets");
     if (!(cond))                                                               \
       cq__panic(__FILE__, __LINE__, #cond);                                    \
   } while (0)
-
-#if CQ_DEBUG >= 2
-#define CQ__CHECK(cond) CQ__ASSERT(cond)
-#else
-#define CQ__CHECK(cond) ((void)0)
-#endif
 
 /* Report a broken invariant on stderr and abort (error.c). */
 void cq__panic(const char *file, int line, const char *what);
