@@ -123,64 +123,42 @@ void fl_url_redact(const char *url, char *buf, size_t len) {
   snprintf(buf, len, "%.*s***%s", (int)(keep_end - url), url, at);
 }
 
-int fl_url_parse(const char *given, struct fl_url *out, char *err, size_t len) {
-  memset(out, 0, sizeof(*out));
-  /* Every message names the URL with its password hidden. */
-  char url[512];
-  fl_url_redact(given, url, sizeof(url));
-  out->port = 6379;
-#define BAD(...)                                                               \
+/* Fail with a message naming the URL (`url`, its password hidden), into
+ * `err` (which may be NULL). */
+#define URL_BAD(...)                                                           \
   do {                                                                         \
     if (err != NULL && len > 0)                                                \
       snprintf(err, len, __VA_ARGS__);                                         \
     return CQ_EINVAL;                                                          \
   } while (0)
-  if (given == NULL)
-    BAD("no URL");
-  const char *rest;
-  if (strncmp(given, "redis://", 8) == 0) {
-    rest = given + 8;
-  } else if (strncmp(given, "unix://", 7) == 0) {
-    out->unix_socket = true;
-    rest = given + 7;
-  } else {
-    BAD("URL \"%.64s\": expected redis://host[:port][/db] or "
-        "unix:///path/to/redis.sock",
-        url);
-  }
-  const char *at = userinfo_end(rest, out->unix_socket);
-  if (out->unix_socket && at == NULL && rest[0] != '/')
-    BAD("URL \"%.64s\": a unix:// URL names an absolute path, as in "
-        "unix:///run/redis.sock",
-        url);
-  if (at != NULL) {
-    if (!parse_userinfo(rest, (size_t)(at - rest), out))
-      BAD("URL \"%.64s\": user name or password too long", url);
-    rest = at + 1;
-  }
-  if (out->unix_socket) {
-    if (*rest != '/')
-      BAD("URL \"%.64s\": a unix:// URL names an absolute path", url);
-    const char *q = strchr(rest, '?');
-    size_t n = q != NULL ? (size_t)(q - rest) : strlen(rest);
-    if (n < 2 || !copy_part(out->path, sizeof(out->path), rest, n))
-      BAD("URL \"%.64s\": the socket path is empty or longer than %zu bytes",
-          url, sizeof(out->path) - 1);
-    if (q != NULL) {
-      if (strncmp(q, "?db=", 4) != 0 ||
-          !parse_num(q + 4, strlen(q + 4), 0, 1000000, &out->db))
-        BAD("URL \"%.64s\": expected ?db=N after the path", url);
-    }
-    return 0;
-  }
-  /* host[:port][/db] */
+
+/* What follows unix://[user[:password]@]: "/path[?db=N]". */
+static int parse_socket(const char *rest, const char *url, struct fl_url *out,
+                        char *err, size_t len) {
+  if (*rest != '/')
+    URL_BAD("URL \"%.64s\": a unix:// URL names an absolute path", url);
+  const char *q = strchr(rest, '?');
+  size_t n = q != NULL ? (size_t)(q - rest) : strlen(rest);
+  if (n < 2 || !copy_part(out->path, sizeof(out->path), rest, n))
+    URL_BAD("URL \"%.64s\": the socket path is empty or longer than %zu bytes",
+            url, sizeof(out->path) - 1);
+  if (q != NULL && (strncmp(q, "?db=", 4) != 0 ||
+                    !parse_num(q + 4, strlen(q + 4), 0, 1000000, &out->db)))
+    URL_BAD("URL \"%.64s\": expected ?db=N after the path", url);
+  return 0;
+}
+
+/* What follows redis://[user[:password]@]: "host[:port][/db]", the host
+ * a name, an IPv4 address or an IPv6 one in brackets. */
+static int parse_host(const char *rest, const char *url, struct fl_url *out,
+                      char *err, size_t len) {
   const char *host = rest, *host_end;
   const char *after;
   if (*rest == '[') {
     host = rest + 1;
     host_end = strchr(host, ']');
     if (host_end == NULL)
-      BAD("URL \"%.64s\": unclosed '[' in the host", url);
+      URL_BAD("URL \"%.64s\": unclosed '[' in the host", url);
     after = host_end + 1;
   } else {
     host_end = rest + strcspn(rest, ":/");
@@ -188,24 +166,58 @@ int fl_url_parse(const char *given, struct fl_url *out, char *err, size_t len) {
   }
   if (host_end == host ||
       !copy_part(out->host, sizeof(out->host), host, (size_t)(host_end - host)))
-    BAD("URL \"%.64s\": the host is empty or too long", url);
+    URL_BAD("URL \"%.64s\": the host is empty or too long", url);
   for (const char *c = out->host; *c != '\0'; c++)
     if (!is_alnum(*c) && *c != '.' && *c != '-' && *c != '_' && *c != ':')
-      BAD("URL \"%.64s\": unexpected character '%c' in the host", url, *c);
+      URL_BAD("URL \"%.64s\": unexpected character '%c' in the host", url, *c);
   if (*after == ':') {
     const char *p = after + 1;
     size_t n = strcspn(p, "/");
     if (!parse_num(p, n, 1, 65535, &out->port))
-      BAD("URL \"%.64s\": the port must be a number from 1 to 65535", url);
+      URL_BAD("URL \"%.64s\": the port must be a number from 1 to 65535", url);
     after = p + n;
   }
   if (*after == '/') {
     const char *d = after + 1;
     if (*d != '\0' && !parse_num(d, strlen(d), 0, 1000000, &out->db))
-      BAD("URL \"%.64s\": the database must be a number after '/'", url);
+      URL_BAD("URL \"%.64s\": the database must be a number after '/'", url);
   } else if (*after != '\0') {
-    BAD("URL \"%.64s\": unexpected text after the host", url);
+    URL_BAD("URL \"%.64s\": unexpected text after the host", url);
   }
   return 0;
-#undef BAD
 }
+
+int fl_url_parse(const char *given, struct fl_url *out, char *err, size_t len) {
+  memset(out, 0, sizeof(*out));
+  /* Every message names the URL with its password hidden. */
+  char url[512];
+  fl_url_redact(given, url, sizeof(url));
+  out->port = 6379;
+  if (given == NULL)
+    URL_BAD("no URL");
+  const char *rest;
+  if (strncmp(given, "redis://", 8) == 0) {
+    rest = given + 8;
+  } else if (strncmp(given, "unix://", 7) == 0) {
+    out->unix_socket = true;
+    rest = given + 7;
+  } else {
+    URL_BAD("URL \"%.64s\": expected redis://host[:port][/db] or "
+            "unix:///path/to/redis.sock",
+            url);
+  }
+  const char *at = userinfo_end(rest, out->unix_socket);
+  if (out->unix_socket && at == NULL && rest[0] != '/')
+    URL_BAD("URL \"%.64s\": a unix:// URL names an absolute path, as in "
+            "unix:///run/redis.sock",
+            url);
+  if (at != NULL) {
+    if (!parse_userinfo(rest, (size_t)(at - rest), out))
+      URL_BAD("URL \"%.64s\": user name or password too long", url);
+    rest = at + 1;
+  }
+  return out->unix_socket ? parse_socket(rest, url, out, err, len)
+                          : parse_host(rest, url, out, err, len);
+}
+
+#undef URL_BAD
